@@ -1,0 +1,65 @@
+// The plugin loader: backend name -> file on the search path -> manifest check ->
+// dlopen -> record. Thread-safe (one mutex), idempotent (a backend loads once), and
+// plugins are never closed (the dispatcher keeps pointers into them).
+#pragma once
+
+#include <backplane/export.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace backplane {
+
+enum class BackendStatus {
+  Loaded,     // opened; its kernels are registered
+  Available,  // found on the search path, manifest compatible, not opened
+  Rejected,   // found, but its manifest says it cannot work here; never opened
+  Failed,     // opening it failed (dlerror says why)
+};
+BACKPLANE_API const char* to_string(BackendStatus status);
+
+struct BackendRecord {
+  std::string name;
+  BackendStatus status = BackendStatus::Available;
+  std::string reason;  // why rejected or failed; empty otherwise
+  std::string path;    // the plugin file
+  std::string version;
+  std::string dispatch_key;
+  std::vector<std::string> ops;  // ops with a kernel (loaded: as registered; otherwise: as the manifest says)
+};
+
+// A backend that was named and could not be loaded. what() says what was tried and why.
+class BACKPLANE_API BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LoadOptions {
+  // Searched before BACKPLANE_PLUGIN_PATH and the default directory.
+  std::optional<std::string> dir;
+};
+
+// Loads one backend, or returns its record if it is loaded already. Throws BackendError.
+BACKPLANE_API BackendRecord load(const std::string& name, const LoadOptions& options = {});
+// Loads each in order; stops at the first failure (throws BackendError).
+BACKPLANE_API std::vector<BackendRecord> load(const std::vector<std::string>& names, const LoadOptions& options = {});
+
+// Tries every plugin on the search path; a broken one is recorded as rejected or
+// failed and never stops the others. Returns backends().
+BACKPLANE_API std::vector<BackendRecord> load_discovered(const LoadOptions& options = {});
+
+// Every backend this process knows: loaded, failed and rejected ones, and the
+// plugins found on the search path (available or rejected). Sorted by name.
+BACKPLANE_API std::vector<BackendRecord> backends(const LoadOptions& options = {});
+
+// The directories searched, in order: options.dir, BACKPLANE_PLUGIN_PATH (a colon
+// list), then the directory holding libbackplane_core.so.
+BACKPLANE_API std::vector<std::string> plugin_search_path(const LoadOptions& options = {});
+
+// Whether name is a plain identifier ([A-Za-z_][A-Za-z0-9_]*) naming no reserved
+// library. Names with '/' or '..' are refused.
+BACKPLANE_API bool is_valid_backend_name(const std::string& name);
+
+}  // namespace backplane

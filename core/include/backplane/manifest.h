@@ -1,0 +1,37 @@
+// The manifest that sits beside each plugin (libbackplane_<name>.manifest.yaml).
+// The build writes it (backplane_manifest); the loader reads it before dlopen,
+// because TORCH_LIBRARY_IMPL registers kernels during dlopen and a check after
+// that is too late.
+#pragma once
+
+#include <backplane/export.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace backplane {
+
+struct BACKPLANE_API Manifest {
+  int plugin_abi = 0;
+  std::string name;          // "cpu"
+  std::string version;       // the plugin's version
+  std::string dispatch_key;  // "CPU", "CUDA", "PrivateUse1"
+  std::string torch_version; // major.minor it was built against, "2.14"
+  bool cxx11_abi = true;
+  std::vector<std::string> ops;  // ops it registers kernels for
+};
+
+// Throws std::runtime_error naming the file (and line:column) on a bad manifest.
+BACKPLANE_API Manifest read_manifest(const std::string& path);
+BACKPLANE_API std::string manifest_to_yaml(const Manifest& manifest);
+
+// Why this manifest cannot be loaded by this core, naming both sides' versions;
+// nullopt when it can.
+BACKPLANE_API std::optional<std::string> manifest_incompatibility(const Manifest& manifest, const std::string& expected_name);
+
+// libbackplane_<name>.so and libbackplane_<name>.manifest.yaml
+BACKPLANE_API std::string plugin_file_name(const std::string& backend);
+BACKPLANE_API std::string manifest_file_name(const std::string& backend);
+
+}  // namespace backplane

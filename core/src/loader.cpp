@@ -1,0 +1,234 @@
+// Loading plugins: the contract in docs/ARCHITECTURE.md ("The plugin contract").
+#include <backplane/loader.h>
+#include <backplane/manifest.h>
+#include <backplane/registry.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DispatchKey.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+namespace fs = std::filesystem;
+
+namespace backplane {
+
+const char* to_string(BackendStatus status) {
+  switch (status) {
+    case BackendStatus::Loaded: return "loaded";
+    case BackendStatus::Available: return "available";
+    case BackendStatus::Rejected: return "rejected";
+    case BackendStatus::Failed: return "failed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+
+std::optional<c10::OperatorHandle> find_op(const std::string& op) {
+  return c10::Dispatcher::singleton().findOp(c10::OperatorName(std::string(kNamespace) + "::" + op, ""));
+}
+
+class Loader {
+ public:
+  BackendRecord load(const std::string& name, const LoadOptions& options) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!is_valid_backend_name(name))
+      throw BackendError("invalid backend name '" + name +
+                         "': expected a plain identifier ([A-Za-z_][A-Za-z0-9_]*); paths, '/' and '..' are refused");
+    const std::vector<std::string> dirs = plugin_search_path(options);
+    const std::optional<std::string> found = find_plugin(name, dirs);
+    auto known = records_.find(name);
+    if (known != records_.end() && known->second.status == BackendStatus::Loaded) {
+      if (found && canonical(*found) != known->second.path)
+        throw BackendError("backend '" + name + "' is already loaded from " + known->second.path +
+                           "; refusing to load a second copy from " + canonical(*found));
+      return known->second;
+    }
+    if (!found)
+      throw BackendError("backend '" + name + "' not found: looked for " + plugin_file_name(name) + " in [" +
+                         join(dirs) + "]" + available_hint(dirs) +
+                         ". Set BACKPLANE_PLUGIN_PATH or pass a directory.");
+    BackendRecord record = open(name, *found);
+    records_[name] = record;
+    if (record.status != BackendStatus::Loaded)
+      throw BackendError("backend '" + name + "' " + to_string(record.status) + " (" + record.path + "): " +
+                         record.reason);
+    return record;
+  }
+
+  std::vector<BackendRecord> load_discovered(const LoadOptions& options) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [name, path] : discover(plugin_search_path(options))) {
+        auto known = records_.find(name);
+        if (known != records_.end() && known->second.status == BackendStatus::Loaded) continue;
+        records_[name] = open(name, path);
+      }
+    }
+    return backends(options);
+  }
+
+  std::vector<BackendRecord> backends(const LoadOptions& options) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::map<std::string, BackendRecord> all = records_;
+    for (const auto& [name, path] : discover(plugin_search_path(options)))
+      if (!all.count(name)) all[name] = inspect(name, path);
+    std::vector<BackendRecord> out;
+    for (auto& [_, record] : all) out.push_back(std::move(record));
+    return out;
+  }
+
+ private:
+  static std::string canonical(const std::string& path) {
+    std::error_code ec;
+    fs::path real = fs::canonical(path, ec);
+    return ec ? path : real.string();
+  }
+
+  static std::optional<std::string> find_plugin(const std::string& name, const std::vector<std::string>& dirs) {
+    for (const auto& dir : dirs) {
+      fs::path candidate = fs::path(dir) / plugin_file_name(name);
+      std::error_code ec;
+      if (fs::exists(candidate, ec)) return candidate.string();
+    }
+    return std::nullopt;
+  }
+
+  // name -> path of every libbackplane_<name>.so on the search path; the first
+  // directory that has a name wins.
+  static std::map<std::string, std::string> discover(const std::vector<std::string>& dirs) {
+    std::map<std::string, std::string> found;
+    const std::string prefix = "libbackplane_", suffix = ".so";
+    for (const auto& dir : dirs) {
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string file = entry.path().filename().string();
+        if (file.size() <= prefix.size() + suffix.size() || file.rfind(prefix, 0) != 0 ||
+            file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+          continue;
+        const std::string name = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+        if (is_valid_backend_name(name) && !found.count(name)) found[name] = entry.path().string();
+      }
+    }
+    return found;
+  }
+
+  static std::string available_hint(const std::vector<std::string>& dirs) {
+    std::vector<std::string> names;
+    for (const auto& [name, _] : discover(dirs)) names.push_back(name);
+    return names.empty() ? "; no plugins there" : "; found plugins: " + join(names);
+  }
+
+  // Everything that can be decided without opening the file. Status Available or Rejected.
+  BackendRecord inspect(const std::string& name, const std::string& plugin_path) const {
+    BackendRecord record;
+    record.name = name;
+    record.path = canonical(plugin_path);
+    const fs::path manifest_path = fs::path(plugin_path).parent_path() / manifest_file_name(name);
+    auto reject = [&](const std::string& why) {
+      record.status = BackendStatus::Rejected;
+      record.reason = why;
+      return record;
+    };
+    std::error_code ec;
+    if (!fs::exists(manifest_path, ec))
+      return reject("no manifest " + manifest_path.string() +
+                    " beside the plugin; plugins without one are not opened (build them with backplane_add_plugin)");
+    Manifest manifest;
+    try {
+      manifest = read_manifest(manifest_path.string());
+    } catch (const std::exception& e) {
+      return reject(e.what());
+    }
+    record.version = manifest.version;
+    record.dispatch_key = manifest.dispatch_key;
+    record.ops = manifest.ops;
+    if (auto why = manifest_incompatibility(manifest, name)) return reject(*why);
+    c10::DispatchKey key;
+    try {
+      key = c10::parseDispatchKey(manifest.dispatch_key);
+    } catch (const std::exception&) {
+      return reject("manifest names dispatch key '" + manifest.dispatch_key + "', which this torch does not know");
+    }
+    for (const auto& op : manifest.ops) {
+      if (!registry().find(op)) return reject("manifest lists op '" + op + "', which the registry does not define");
+      if (auto why = conflict(name, op, key)) return reject(*why);
+    }
+    record.status = BackendStatus::Available;
+    return record;
+  }
+
+  // Two plugins registering one (op, key) would silently override each other.
+  std::optional<std::string> conflict(const std::string& name, const std::string& op, c10::DispatchKey key) const {
+    auto handle = find_op(op);
+    if (!handle || !handle->hasKernelForDispatchKey(key)) return std::nullopt;
+    for (const auto& [other, record] : records_)
+      if (other != name && record.status == BackendStatus::Loaded && record.dispatch_key == c10::toString(key) &&
+          std::count(record.ops.begin(), record.ops.end(), op))
+        return "would register backplane::" + op + " for " + c10::toString(key) + ", already registered by backend '" +
+               other + "' (" + record.path + ")";
+    return "would register backplane::" + op + " for " + c10::toString(key) +
+           ", already registered by a library not loaded through backplane";
+  }
+
+  BackendRecord open(const std::string& name, const std::string& plugin_path) {
+    BackendRecord record = inspect(name, plugin_path);
+    if (record.status != BackendStatus::Available) return record;
+    // RTLD_LOCAL: a plugin's symbols stay its own (plugins also build with hidden
+    // visibility). The handle is deliberately never closed.
+    void* handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* err = dlerror();
+      record.status = BackendStatus::Failed;
+      record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
+      return record;
+    }
+    record.status = BackendStatus::Loaded;
+    record.ops = registered_ops(c10::parseDispatchKey(record.dispatch_key));
+    return record;
+  }
+
+  static std::vector<std::string> registered_ops(c10::DispatchKey key) {
+    std::vector<std::string> ops;
+    for (const auto& op : registry().ops()) {
+      auto handle = find_op(op.name);
+      if (handle && handle->hasKernelForDispatchKey(key)) ops.push_back(op.name);
+    }
+    return ops;
+  }
+
+  std::mutex mutex_;
+  std::map<std::string, BackendRecord> records_;
+};
+
+Loader& loader() {
+  static Loader* instance = new Loader();  // never destroyed: plugins outlive static destruction
+  return *instance;
+}
+
+}  // namespace
+
+BackendRecord load(const std::string& name, const LoadOptions& options) { return loader().load(name, options); }
+
+std::vector<BackendRecord> load(const std::vector<std::string>& names, const LoadOptions& options) {
+  std::vector<BackendRecord> out;
+  for (const auto& name : names) out.push_back(load(name, options));
+  return out;
+}
+
+std::vector<BackendRecord> load_discovered(const LoadOptions& options) { return loader().load_discovered(options); }
+
+std::vector<BackendRecord> backends(const LoadOptions& options) { return loader().backends(options); }
+
+}  // namespace backplane

@@ -1,0 +1,87 @@
+#include <backplane/manifest.h>
+#include <backplane/plugin_abi.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace backplane {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const YAML::Node& node, const std::string& message) {
+  const YAML::Mark mark = node.Mark();
+  std::string where = path;
+  if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+  throw std::runtime_error("bad manifest " + where + ": " + message);
+}
+
+template <typename T>
+T field(const std::string& path, const YAML::Node& root, const char* key, const char* expected) {
+  const YAML::Node node = root[key];
+  if (!node) fail(path, root, std::string("missing key '") + key + "' (" + expected + ")");
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(path, node, std::string("key '") + key + "' should be " + expected);
+  }
+}
+
+}  // namespace
+
+Manifest read_manifest(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw std::runtime_error("cannot read manifest " + path);
+  } catch (const YAML::ParserException& e) {
+    throw std::runtime_error("bad manifest " + path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                             std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) fail(path, root, "expected a mapping of plugin facts");
+  Manifest m;
+  m.plugin_abi = field<int>(path, root, "backplane_plugin_abi", "an integer");
+  m.name = field<std::string>(path, root, "name", "the backend name");
+  m.version = field<std::string>(path, root, "version", "a version string");
+  m.dispatch_key = field<std::string>(path, root, "dispatch_key", "a dispatch key such as CPU");
+  m.torch_version = field<std::string>(path, root, "torch_version", "torch major.minor such as \"2.14\"");
+  m.cxx11_abi = field<bool>(path, root, "cxx11_abi", "true or false");
+  m.ops = field<std::vector<std::string>>(path, root, "ops", "a list of op names");
+  return m;
+}
+
+std::string manifest_to_yaml(const Manifest& m) {
+  std::ostringstream out;
+  out << "# Written by backplane_manifest at build time; read by the loader before dlopen.\n"
+      << "backplane_plugin_abi: " << m.plugin_abi << "\n"
+      << "name: " << m.name << "\n"
+      << "version: \"" << m.version << "\"\n"
+      << "dispatch_key: " << m.dispatch_key << "\n"
+      << "torch_version: \"" << m.torch_version << "\"\n"
+      << "cxx11_abi: " << (m.cxx11_abi ? "true" : "false") << "\n"
+      << "ops: [";
+  for (size_t i = 0; i < m.ops.size(); ++i) out << (i ? ", " : "") << m.ops[i];
+  out << "]\n";
+  return out.str();
+}
+
+std::optional<std::string> manifest_incompatibility(const Manifest& m, const std::string& expected_name) {
+  if (m.name != expected_name)
+    return "manifest names backend '" + m.name + "', expected '" + expected_name + "'";
+  if (m.plugin_abi != kPluginAbi)
+    return "plugin ABI " + std::to_string(m.plugin_abi) + ", this core expects plugin ABI " +
+           std::to_string(kPluginAbi);
+  if (m.torch_version != torch_major_minor())
+    return "built against torch " + m.torch_version + ", this process runs torch " + torch_major_minor();
+  if (m.cxx11_abi != cxx11_abi())
+    return std::string("built with _GLIBCXX_USE_CXX11_ABI=") + (m.cxx11_abi ? "1" : "0") +
+           ", this core uses " + (cxx11_abi() ? "1" : "0");
+  return std::nullopt;
+}
+
+std::string plugin_file_name(const std::string& backend) { return "libbackplane_" + backend + ".so"; }
+std::string manifest_file_name(const std::string& backend) { return "libbackplane_" + backend + ".manifest.yaml"; }
+
+}  // namespace backplane

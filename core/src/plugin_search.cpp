@@ -1,0 +1,41 @@
+// Where plugins are looked for, and what counts as a backend name.
+#include <backplane/loader.h>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+namespace backplane {
+
+bool is_valid_backend_name(const std::string& name) {
+  static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+  return std::regex_match(name, identifier) && name != "core";
+}
+
+static std::string core_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&core_library_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::filesystem::path(info.dli_fname).parent_path().string();
+}
+
+std::vector<std::string> plugin_search_path(const LoadOptions& options) {
+  std::vector<std::string> dirs;
+  if (options.dir) dirs.push_back(*options.dir);
+  if (const char* env = std::getenv("BACKPLANE_PLUGIN_PATH")) {
+    std::string list = env;
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t end = list.find(':', start);
+      if (end == std::string::npos) end = list.size();
+      if (end > start) dirs.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  const std::string own = core_library_dir();
+  if (!own.empty()) dirs.push_back(own);
+  return dirs;
+}
+
+}  // namespace backplane

@@ -1,0 +1,252 @@
+// Parses registry YAML into OpDefs. Every error names file:line:column and says
+// what was expected and what was found.
+#include <backplane/registry.h>
+
+#include "shape_rules/shape_rules.h"
+
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace backplane {
+namespace {
+
+SourceLocation at(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return {file, 0, 0};
+  return {file, mark.line + 1, mark.column + 1};
+}
+
+const char* kind_name(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "an undefined node";
+  }
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+class OpParser {
+ public:
+  OpParser(const std::string& file, const YAML::Node& node) : file_(file), node_(node) {}
+
+  OpDef parse() {
+    expect_kind(node_, YAML::NodeType::Map, "an op: a mapping with schema, doc, dtypes and shape");
+    check_keys();
+    op_.where = at(file_, node_);
+    parse_schema(required("schema"));
+    parse_doc(required("doc"));
+    parse_dtypes(required("dtypes"));
+    parse_shape(required("shape"));
+    return std::move(op_);
+  }
+
+ private:
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
+    throw RegistryError(at(file_, node), message);
+  }
+
+  void expect_kind(const YAML::Node& node, YAML::NodeType::value kind, const char* expected) const {
+    if (node.Type() != kind) fail(node, std::string("expected ") + expected + ", found " + kind_name(node));
+  }
+
+  std::string scalar(const YAML::Node& node, const char* what) const {
+    if (!node.IsScalar()) fail(node, std::string("expected ") + what + " (a string), found " + kind_name(node));
+    return node.Scalar();
+  }
+
+  YAML::Node required(const char* key) const {
+    YAML::Node node = node_[key];
+    if (!node) {
+      std::string name = op_.name.empty() ? "" : " '" + op_.name + "'";
+      fail(node_, "op" + name + " is missing required key '" + key + "'");
+    }
+    return node;
+  }
+
+  void check_keys() const {
+    static const std::set<std::string> known = {"schema", "doc", "dtypes", "shape"};
+    static const std::set<std::string> reserved = {"backward", "backends"};
+    for (const auto& entry : node_) {
+      const std::string key = scalar(entry.first, "a key");
+      if (reserved.count(key)) fail(entry.first, "key '" + key + "' is reserved for later work and not supported yet");
+      if (!known.count(key)) fail(entry.first, "unknown key '" + key + "'; expected one of: schema, doc, dtypes, shape");
+    }
+  }
+
+  void parse_schema(const YAML::Node& node) {
+    op_.schema = scalar(node, "a schema");
+    c10::FunctionSchema schema = [&] {
+      try {
+        return torch::jit::parseSchema(op_.schema);
+      } catch (const c10::Error& e) {
+        fail(node, "bad schema '" + op_.schema + "': " + first_line(e.what_without_backtrace()));
+      } catch (const std::exception& e) {
+        fail(node, "bad schema '" + op_.schema + "': " + first_line(e.what()));
+      }
+    }();
+    if (schema.name().find("::") != std::string::npos)
+      fail(node, "schema '" + op_.schema + "' names a namespace; write it without one (the namespace is always '" +
+                     kNamespace + "')");
+    if (!schema.overload_name().empty())
+      fail(node, "schema '" + op_.schema + "' has an overload name ('" + schema.overload_name() +
+                     "'); overloads are not supported, give the op its own name");
+    op_.name = schema.name();
+    for (const auto& arg : schema.arguments()) {
+      op_.arg_names.push_back(arg.name());
+      if (arg.type()->kind() == c10::TypeKind::TensorType) op_.tensor_args.push_back(arg.name());
+      if (arg.alias_info() && arg.alias_info()->isWrite()) mutated_.push_back(arg.name());
+    }
+    returns_ = schema.returns().size();
+    returns_tensor_ = returns_ == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::TensorType;
+    if (op_.tensor_args.empty()) fail(node, "schema '" + op_.schema + "' has no Tensor argument; every op needs one");
+  }
+
+  static std::string first_line(const std::string& text) {
+    std::string out = text.substr(0, text.find('\n'));
+    return out.empty() ? text : out;
+  }
+
+  void parse_doc(const YAML::Node& node) {
+    op_.doc = scalar(node, "a one-line doc");
+    if (op_.doc.empty() || op_.doc.find('\n') != std::string::npos)
+      fail(node, "doc of '" + op_.name + "' must be one non-empty line");
+  }
+
+  void parse_dtypes(const YAML::Node& node) {
+    expect_kind(node, YAML::NodeType::Sequence, "a list of dtypes such as [float32, bfloat16]");
+    if (node.size() == 0) fail(node, "dtypes of '" + op_.name + "' is empty; list at least one dtype");
+    for (const auto& item : node) {
+      const std::string name = scalar(item, "a dtype name");
+      auto it = dtype_names().find(name);
+      if (it == dtype_names().end()) {
+        std::vector<std::string> known;
+        for (const auto& [n, _] : dtype_names()) known.push_back(n);
+        fail(item, "unknown dtype '" + name + "'; expected one of: " + join(known));
+      }
+      if (op_.supports(it->second)) fail(item, "dtype '" + name + "' is listed twice");
+      op_.dtypes.push_back(it->second);
+    }
+  }
+
+  std::string tensor_arg(const YAML::Node& node, const std::string& rule) const {
+    const std::string name = scalar(node, "an argument name");
+    if (op_.arg_index(name) < 0)
+      fail(node, "shape rule '" + rule + "' names argument '" + name + "', but '" + op_.name +
+                     "' has arguments: " + join(op_.arg_names));
+    if (std::find(op_.tensor_args.begin(), op_.tensor_args.end(), name) == op_.tensor_args.end())
+      fail(node, "shape rule '" + rule + "' names argument '" + name + "', which is not a Tensor");
+    return name;
+  }
+
+  void parse_shape(const YAML::Node& node) {
+    expect_kind(node, YAML::NodeType::Map,
+                "a shape rule: one of {same_as: x}, {broadcast: [a, b]}, {in_place: x}, {out: o, like: x}, "
+                "{custom: name}");
+    ShapeRule& rule = op_.shape;
+    std::vector<std::string> keys;
+    for (const auto& entry : node) keys.push_back(scalar(entry.first, "a rule name"));
+    auto only = [&](std::vector<std::string> allowed) {
+      std::sort(keys.begin(), keys.end());
+      std::sort(allowed.begin(), allowed.end());
+      if (keys != allowed)
+        fail(node, "shape rule of '" + op_.name + "' has keys [" + join(keys) + "]; expected exactly [" +
+                       join(allowed) + "]");
+    };
+    if (node["same_as"]) {
+      only({"same_as"});
+      rule.kind = ShapeRuleKind::SameAs;
+      rule.args = {tensor_arg(node["same_as"], "same_as")};
+    } else if (node["broadcast"]) {
+      only({"broadcast"});
+      const YAML::Node list = node["broadcast"];
+      expect_kind(list, YAML::NodeType::Sequence, "a list of two Tensor arguments");
+      if (list.size() != 2) fail(list, "broadcast takes two arguments, found " + std::to_string(list.size()));
+      rule.kind = ShapeRuleKind::Broadcast;
+      rule.args = {tensor_arg(list[0], "broadcast"), tensor_arg(list[1], "broadcast")};
+    } else if (node["in_place"]) {
+      only({"in_place"});
+      rule.kind = ShapeRuleKind::InPlace;
+      rule.args = {tensor_arg(node["in_place"], "in_place")};
+    } else if (node["out"]) {
+      only({"like", "out"});
+      rule.kind = ShapeRuleKind::Out;
+      rule.args = {tensor_arg(node["out"], "out"), tensor_arg(node["like"], "like")};
+    } else if (node["custom"]) {
+      only({"custom"});
+      rule.kind = ShapeRuleKind::Custom;
+      rule.custom = scalar(node["custom"], "a custom rule name");
+      if (!find_custom_shape_rule(rule.custom))
+        fail(node["custom"], "unknown custom shape rule '" + rule.custom + "'; core has: " + join(custom_shape_rule_names()));
+    } else {
+      fail(node, "unknown shape rule [" + join(keys) + "]; expected one of: same_as, broadcast, in_place, out, custom");
+    }
+    check_rule_matches_schema(node);
+  }
+
+  // The schema declares mutation and returns; the rule must agree with it, or the
+  // Meta kernel and functionalization would disagree about what the op does.
+  void check_rule_matches_schema(const YAML::Node& node) const {
+    const ShapeRule& rule = op_.shape;
+    const bool mutating_rule = rule.kind == ShapeRuleKind::InPlace || rule.kind == ShapeRuleKind::Out;
+    if (mutating_rule) {
+      const std::string& target = rule.args[0];
+      if (mutated_.size() != 1 || mutated_[0] != target)
+        fail(node, "shape rule mutates '" + target + "', but the schema of '" + op_.name +
+                       "' marks [" + join(mutated_) + "] as written (Tensor(a!))");
+    } else if (!mutated_.empty()) {
+      fail(node, "schema of '" + op_.name + "' writes [" + join(mutated_) +
+                     "]; use an in_place or out shape rule for it");
+    }
+    if (rule.kind == ShapeRuleKind::Out && returns_ != 0)
+      fail(node, "an out rule's op returns nothing (-> ()); '" + op_.name + "' returns " + std::to_string(returns_) + " values");
+    if (rule.kind != ShapeRuleKind::Out && !returns_tensor_)
+      fail(node, "shape rule of '" + op_.name + "' produces one Tensor; the schema must return exactly one Tensor");
+  }
+
+  const std::string& file_;
+  const YAML::Node& node_;
+  OpDef op_;
+  std::vector<std::string> mutated_;
+  size_t returns_ = 0;
+  bool returns_tensor_ = false;
+};
+
+}  // namespace
+
+Registry parse_registry(const std::string& text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw RegistryError({file, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    throw RegistryError(at(file, root), std::string("expected a mapping with an 'ops' list at the top, found ") +
+                                            kind_name(root));
+  for (const auto& entry : root) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    if (key == "classes")
+      throw RegistryError(at(file, entry.first), "key 'classes' (custom classes) is reserved for later work and not supported yet");
+    if (key != "ops") throw RegistryError(at(file, entry.first), "unknown top-level key '" + key + "'; expected: ops");
+  }
+  const YAML::Node ops = root["ops"];
+  if (!ops) throw RegistryError(at(file, root), "missing top-level key 'ops'");
+  if (!ops.IsSequence())
+    throw RegistryError(at(file, ops), std::string("expected 'ops' to be a list, found ") + kind_name(ops));
+  Registry out;
+  for (const auto& node : ops) out.add(OpParser(file, node).parse());
+  return out;
+}
+
+}  // namespace backplane

@@ -1,0 +1,27 @@
+#include "shape_rules.h"
+
+#include <map>
+
+namespace backplane {
+namespace {
+const std::map<std::string, CustomShapeRule>& rules() {
+  static const std::map<std::string, CustomShapeRule> table = {
+      {"crop", &crop_shape},
+      {"rms_norm", &rms_norm_shape},
+  };
+  return table;
+}
+}  // namespace
+
+CustomShapeRule find_custom_shape_rule(const std::string& name) {
+  auto it = rules().find(name);
+  return it == rules().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> custom_shape_rule_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : rules()) names.push_back(name);
+  return names;
+}
+
+}  // namespace backplane

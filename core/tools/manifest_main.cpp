@@ -1,0 +1,55 @@
+// backplane_manifest: run by the build right after a plugin links. Opens the plugin
+// in this (separate) process, asks the dispatcher which registry ops now have a
+// kernel for the plugin's dispatch key, and writes the manifest the loader reads
+// before it opens the plugin in a user's process.
+#include <backplane/manifest.h>
+#include <backplane/plugin_abi.h>
+#include <backplane/registry.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <dlfcn.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> args;
+  for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
+  for (const char* required : {"--plugin", "--name", "--key", "--version", "--out"}) {
+    if (!args.count(required)) {
+      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F (missing " << required
+                << ")\n";
+      return 2;
+    }
+  }
+  if (dlopen(args["--plugin"].c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    std::cerr << "backplane_manifest: cannot open " << args["--plugin"] << ": " << dlerror() << "\n";
+    return 1;
+  }
+  const c10::DispatchKey key = c10::parseDispatchKey(args["--key"]);
+  backplane::Manifest manifest;
+  manifest.plugin_abi = backplane::kPluginAbi;
+  manifest.name = args["--name"];
+  manifest.version = args["--version"];
+  manifest.dispatch_key = c10::toString(key);
+  manifest.torch_version = backplane::torch_major_minor();
+  manifest.cxx11_abi = backplane::cxx11_abi();
+  std::vector<std::string> missing;
+  for (const auto& op : backplane::registry().ops()) {
+    auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName("backplane::" + op.name, ""));
+    if (handle && handle->hasKernelForDispatchKey(key))
+      manifest.ops.push_back(op.name);
+    else
+      missing.push_back(op.name);
+  }
+  std::ofstream(args["--out"]) << backplane::manifest_to_yaml(manifest);
+  // A vendor sees at build time which ops their backend still lacks.
+  if (!missing.empty()) {
+    std::cout << "backend '" << manifest.name << "' has no " << manifest.dispatch_key << " kernel for:";
+    for (const auto& op : missing) std::cout << " " << op;
+    std::cout << "\n";
+  }
+  return 0;
+}

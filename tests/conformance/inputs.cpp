@@ -1,0 +1,88 @@
+#include "inputs.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <sstream>
+
+namespace backplane::conformance {
+
+at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  auto values = [&](at::IntArrayRef s) {
+    return at::randn(s, gen, at::TensorOptions().dtype(at::kDouble)).to(device, dtype);
+  };
+  std::vector<int64_t> shape = sizes.vec();
+  const int64_t numel = c10::multiply_integers(shape);
+  switch (layout) {
+    case Layout::Contiguous:
+      return values(shape);
+    case Layout::Strided: {
+      TORCH_CHECK(!shape.empty(), "strided layout needs at least 1 dimension");
+      std::vector<int64_t> wide = shape;
+      wide.back() *= 2;
+      return values(wide).slice(-1, 0, c10::nullopt, 2);
+    }
+    case Layout::Transposed: {
+      TORCH_CHECK(shape.size() >= 2, "transposed layout needs at least 2 dimensions");
+      std::vector<int64_t> swapped = shape;
+      std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
+      return values(swapped).transpose(-1, -2);
+    }
+    case Layout::Offset:
+      return values({numel + 5}).slice(0, 5).view(shape);
+    case Layout::Expanded: {
+      TORCH_CHECK(!shape.empty(), "expanded layout needs at least 1 dimension");
+      std::vector<int64_t> one = shape;
+      one[0] = 1;
+      return values(one).expand(shape);
+    }
+  }
+  TORCH_CHECK(false, "unknown layout");
+}
+
+std::pair<double, double> tolerances(c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kHalf: return {1e-3, 1e-5};
+    case at::kBFloat16: return {1.6e-2, 1e-5};
+    case at::kFloat: return {1.3e-6, 1e-5};
+    default: return {1e-7, 1e-7};
+  }
+}
+
+std::optional<std::string> compare(const at::Tensor& actual_any, const at::Tensor& expected, bool exact) {
+  const at::Tensor actual = actual_any.cpu();
+  std::ostringstream why;
+  if (actual.sizes() != expected.sizes()) {
+    why << "sizes " << actual.sizes() << ", expected " << expected.sizes();
+    return why.str();
+  }
+  if (actual.scalar_type() != expected.scalar_type()) {
+    why << "dtype " << actual.scalar_type() << ", expected " << expected.scalar_type();
+    return why.str();
+  }
+  if (actual.numel() == 0) return std::nullopt;
+  const at::Tensor a = actual.to(at::kDouble), e = expected.to(at::kDouble);
+  const at::Tensor diff = (a - e).abs();
+  if (exact) {
+    // Bitwise: compare the raw bytes, so -0.0 vs 0.0 and NaN payloads count too.
+    const at::Tensor ab = actual.contiguous(), eb = expected.contiguous();
+    if (std::memcmp(ab.data_ptr(), eb.data_ptr(), ab.nbytes()) == 0) return std::nullopt;
+    why << "not bitwise equal; max abs difference " << diff.max().item<double>();
+    return why.str();
+  }
+  const auto [rtol, atol] = tolerances(expected.scalar_type());
+  const at::Tensor bad = diff.gt(atol + rtol * e.abs()).logical_or(a.isnan().logical_xor(e.isnan()));
+  if (!bad.any().item<bool>()) return std::nullopt;
+  const int64_t first = bad.flatten().nonzero()[0].item<int64_t>();
+  why << bad.sum().item<int64_t>() << " of " << a.numel() << " elements differ beyond rtol " << rtol << ", atol "
+      << atol << "; max abs difference " << diff.max().item<double>() << "; first at flat index " << first << ": got "
+      << a.flatten()[first].item<double>() << ", expected " << e.flatten()[first].item<double>();
+  return why.str();
+}
+
+c10::OperatorHandle op_handle(const std::string& op) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(("backplane::" + op).c_str(), "");
+}
+
+}  // namespace backplane::conformance

@@ -1,0 +1,47 @@
+// Inputs for conformance cases: the same values on every device (drawn on the CPU
+// from a seed, then moved), in the layouts kernels get wrong.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <optional>
+#include <string>
+
+namespace backplane::conformance {
+
+enum class Layout {
+  Contiguous,
+  Strided,     // every other element of a larger tensor along the last dimension
+  Transposed,  // last two dimensions swapped (needs 2 dimensions)
+  Offset,      // contiguous, but starting 5 elements into its storage
+  Expanded,    // the first dimension is a stride-0 broadcast (needs 1 dimension)
+};
+
+// Values from N(0, 1) seeded by `seed`, as dtype, on device, in layout.
+at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed);
+
+// Tolerances PyTorch's assert_close uses for dtype (rtol, atol).
+std::pair<double, double> tolerances(c10::ScalarType dtype);
+
+// nullopt when actual (any device) matches expected (CPU): same sizes and dtype, and
+// bitwise equal (exact) or within tolerances(dtype).
+std::optional<std::string> compare(const at::Tensor& actual, const at::Tensor& expected, bool exact);
+
+// nullopt when fn throws a c10::Error whose message contains `expected`.
+template <typename Fn>
+std::optional<std::string> expect_error(Fn&& fn, const std::string& expected) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    if (msg.find(expected) != std::string::npos) return std::nullopt;
+    return "error message '" + msg + "' does not contain '" + expected + "'";
+  }
+  return "expected an error containing '" + expected + "', but the call succeeded";
+}
+
+// The op through the dispatcher, as a user's call would reach it.
+c10::OperatorHandle op_handle(const std::string& op);
+
+}  // namespace backplane::conformance

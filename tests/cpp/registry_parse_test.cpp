@@ -1,0 +1,176 @@
+// The registry parser: the shipped registry, and every error a registry author can
+// make, each with its file:line:column and message.
+#include <backplane/registry.h>
+
+#include <gtest/gtest.h>
+
+namespace backplane {
+namespace {
+
+// One valid op, to be broken in one place by each test.
+std::string op_yaml(const std::string& schema = "twice(Tensor x) -> Tensor",
+                    const std::string& dtypes = "[float32]", const std::string& shape = "{same_as: x}",
+                    const std::string& extra = "") {
+  return "ops:\n  - schema: " + schema + "\n    doc: Doubles x.\n    dtypes: " + dtypes + "\n    shape: " + shape +
+         "\n" + extra;
+}
+
+void expect_error(const std::string& yaml, const std::string& where, const std::string& message) {
+  try {
+    parse_registry(yaml, "test.yaml");
+    FAIL() << "expected an error '" << message << "' at " << where;
+  } catch (const RegistryError& e) {
+    EXPECT_EQ(e.where().str(), where) << e.what();
+    EXPECT_NE(e.message().find(message), std::string::npos) << "message was: " << e.message();
+    EXPECT_EQ(std::string(e.what()).rfind(where + ": ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Registry, ShippedRegistryHasEveryOp) {
+  const Registry& r = registry();
+  std::vector<std::string> names;
+  for (const auto& op : r.ops()) names.push_back(op.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"identity_conv", "add", "scale_", "sin_out", "crop", "rms_norm"}));
+  const OpDef* add = r.find("add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->shape.kind, ShapeRuleKind::Broadcast);
+  EXPECT_EQ(add->shape.args, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(add->tensor_args, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(add->arg_names, (std::vector<std::string>{"a", "b", "alpha"}));
+  EXPECT_EQ(add->dtypes, (std::vector<c10::ScalarType>{c10::kFloat, c10::kDouble, c10::kHalf, c10::kBFloat16}));
+  EXPECT_EQ(r.find("scale_")->shape.kind, ShapeRuleKind::InPlace);
+  EXPECT_EQ(r.find("sin_out")->shape.kind, ShapeRuleKind::Out);
+  EXPECT_EQ(r.find("crop")->shape.custom, "crop");
+  EXPECT_EQ(r.find("add")->where.file, "registry/ops.yaml");
+}
+
+TEST(Registry, ParsesAValidOp) {
+  Registry r = parse_registry(op_yaml(), "test.yaml");
+  ASSERT_EQ(r.ops().size(), 1u);
+  EXPECT_EQ(r.ops()[0].name, "twice");
+  EXPECT_EQ(r.ops()[0].where.str(), "test.yaml:2:5");
+}
+
+TEST(RegistryErrors, InvalidYaml) { expect_error("ops: [\n", "test.yaml:2:1", "invalid YAML"); }
+
+TEST(RegistryErrors, TopLevelNotAMapping) {
+  expect_error("- a\n- b\n", "test.yaml:1:1", "expected a mapping with an 'ops' list at the top, found a list");
+}
+
+TEST(RegistryErrors, UnknownTopLevelKey) {
+  expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: ops");
+}
+
+TEST(RegistryErrors, ClassesAreReserved) {
+  expect_error("ops: []\nclasses: []\n", "test.yaml:2:1", "key 'classes' (custom classes) is reserved");
+}
+
+TEST(RegistryErrors, BadSchema) {
+  expect_error(op_yaml("twice(Tensor x -> Tensor"), "test.yaml:2:13", "bad schema 'twice(Tensor x -> Tensor'");
+}
+
+TEST(RegistryErrors, UnknownTypeInSchema) {
+  expect_error(op_yaml("twice(Tensr x) -> Tensor"), "test.yaml:2:13", "bad schema 'twice(Tensr x) -> Tensor'");
+}
+
+TEST(RegistryErrors, SchemaWithNamespace) {
+  expect_error(op_yaml("other::twice(Tensor x) -> Tensor"), "test.yaml:2:13",
+               "names a namespace; write it without one");
+}
+
+TEST(RegistryErrors, SchemaWithOverload) {
+  expect_error(op_yaml("twice.fast(Tensor x) -> Tensor"), "test.yaml:2:13", "has an overload name ('fast')");
+}
+
+TEST(RegistryErrors, UnknownDtype) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float8]"), "test.yaml:4:22",
+               "unknown dtype 'float8'; expected one of: bfloat16, bool,");
+}
+
+TEST(RegistryErrors, DtypeListedTwice) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float32]"), "test.yaml:4:22",
+               "dtype 'float32' is listed twice");
+}
+
+TEST(RegistryErrors, DtypesNotAList) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "float32"), "test.yaml:4:13",
+               "expected a list of dtypes such as [float32, bfloat16], found a scalar");
+}
+
+TEST(RegistryErrors, MissingKey) {
+  expect_error("ops:\n  - schema: twice(Tensor x) -> Tensor\n    dtypes: [float32]\n    shape: {same_as: x}\n",
+               "test.yaml:2:5", "op 'twice' is missing required key 'doc'");
+}
+
+TEST(RegistryErrors, UnknownKey) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: schema, doc, dtypes, shape");
+}
+
+TEST(RegistryErrors, ReservedKey) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: twice_backward\n"),
+               "test.yaml:6:5", "key 'backward' is reserved for later work");
+}
+
+TEST(RegistryErrors, ShapeRuleNamesUnknownArgument) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: y}"), "test.yaml:5:22",
+               "shape rule 'same_as' names argument 'y', but 'twice' has arguments: x");
+}
+
+TEST(RegistryErrors, ShapeRuleNamesNonTensor) {
+  expect_error(op_yaml("twice(Tensor x, float k) -> Tensor", "[float32]", "{same_as: k}"), "test.yaml:5:22",
+               "names argument 'k', which is not a Tensor");
+}
+
+TEST(RegistryErrors, UnknownShapeRule) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{like: x}"), "test.yaml:5:12",
+               "unknown shape rule [like]; expected one of: same_as, broadcast, in_place, out, custom");
+}
+
+TEST(RegistryErrors, UnknownCustomRule) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{custom: nope}"), "test.yaml:5:21",
+               "unknown custom shape rule 'nope'; core has: crop, rms_norm");
+}
+
+TEST(RegistryErrors, BroadcastNeedsTwo) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{broadcast: [x]}"), "test.yaml:5:24",
+               "broadcast takes two arguments, found 1");
+}
+
+TEST(RegistryErrors, ExtraRuleKeys) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x, like: x}"), "test.yaml:5:12",
+               "has keys [same_as, like]; expected exactly [same_as]");
+}
+
+TEST(RegistryErrors, MutationWithoutMutatingRule) {
+  expect_error(op_yaml("twice_(Tensor(a!) x) -> Tensor(a!)", "[float32]", "{same_as: x}"), "test.yaml:5:12",
+               "schema of 'twice_' writes [x]; use an in_place or out shape rule");
+}
+
+TEST(RegistryErrors, InPlaceRuleWithoutMutation) {
+  expect_error(op_yaml("twice_(Tensor x) -> Tensor", "[float32]", "{in_place: x}"), "test.yaml:5:12",
+               "shape rule mutates 'x', but the schema of 'twice_' marks [] as written");
+}
+
+TEST(RegistryErrors, OutRuleMustReturnNothing) {
+  expect_error(op_yaml("twice_out(Tensor x, *, Tensor(a!) out) -> Tensor", "[float32]", "{out: out, like: x}"),
+               "test.yaml:5:12", "an out rule's op returns nothing");
+}
+
+TEST(RegistryErrors, DuplicateOpAcrossFiles) {
+  Registry first = parse_registry(op_yaml(), "a.yaml");
+  try {
+    first.merge(parse_registry(op_yaml(), "b.yaml"));
+    FAIL() << "expected a duplicate-op error";
+  } catch (const RegistryError& e) {
+    EXPECT_STREQ(e.what(), "b.yaml:2:5: duplicate op 'twice'; first defined at a.yaml:2:5");
+  }
+}
+
+TEST(RegistryErrors, DuplicateOpInOneFile) {
+  const std::string op = "  - {schema: 'twice(Tensor x) -> Tensor', doc: d, dtypes: [float32], shape: {same_as: x}}\n";
+  expect_error("ops:\n" + op + op, "test.yaml:3:5", "duplicate op 'twice'; first defined at test.yaml:2:5");
+}
+
+}  // namespace
+}  // namespace backplane
