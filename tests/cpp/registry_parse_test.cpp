@@ -83,12 +83,12 @@ TEST(RegistryErrors, SchemaWithOverload) {
 }
 
 TEST(RegistryErrors, UnknownDtype) {
-  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float8]"), "test.yaml:4:22",
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float8]"), "test.yaml:4:23",
                "unknown dtype 'float8'; expected one of: bfloat16, bool,");
 }
 
 TEST(RegistryErrors, DtypeListedTwice) {
-  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float32]"), "test.yaml:4:22",
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float32]"), "test.yaml:4:23",
                "dtype 'float32' is listed twice");
 }
 
@@ -139,7 +139,7 @@ TEST(RegistryErrors, BroadcastNeedsTwo) {
 
 TEST(RegistryErrors, ExtraRuleKeys) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x, like: x}"), "test.yaml:5:12",
-               "has keys [same_as, like]; expected exactly [same_as]");
+               "has keys [like, same_as]; expected exactly [same_as]");
 }
 
 TEST(RegistryErrors, MutationWithoutMutatingRule) {

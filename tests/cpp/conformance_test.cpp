@@ -1,0 +1,101 @@
+// The conformance suite as gtest cases: backend x op x case x dtype, for every
+// backend in BACKPLANE_TEST_BACKENDS (default "cpu"). A backend whose device is
+// missing here (cuda on a CPU-only machine) is skipped with the reason.
+#include "../conformance/conformance.h"
+#include "../conformance/inputs.h"
+
+#include <backplane/loader.h>
+#include <backplane/registry.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace backplane::conformance {
+namespace {
+
+std::vector<std::string> test_backends() {
+  const char* env = std::getenv("BACKPLANE_TEST_BACKENDS");
+  std::stringstream in(env && *env ? env : "cpu");
+  std::vector<std::string> out;
+  for (std::string name; std::getline(in, name, ',');)
+    if (!name.empty()) out.push_back(name);
+  return out;
+}
+
+class ConformanceCase : public testing::Test {
+ public:
+  ConformanceCase(std::string backend, const OpSuite* suite, const Case* c, c10::ScalarType dtype)
+      : backend_(std::move(backend)), suite_(suite), case_(c), dtype_(dtype) {}
+
+  void TestBody() override {
+    LoadOptions options;
+    options.dir = BACKPLANE_PLUGIN_DIR;
+    const BackendRecord record = load(backend_, options);
+    std::string why;
+    auto device = device_for_key(record.dispatch_key, &why);
+    if (!device) GTEST_SKIP() << "backend '" << backend_ << "': " << why;
+    const Result r = run_case(*suite_, *case_, dtype_, *device);
+    if (r.skipped) GTEST_SKIP() << r.detail;
+    EXPECT_TRUE(r.passed) << r.detail;
+  }
+
+ private:
+  std::string backend_;
+  const OpSuite* suite_;
+  const Case* case_;
+  c10::ScalarType dtype_;
+};
+
+const bool registered = [] {
+  for (const auto& backend : test_backends())
+    for (const auto& suite : suites())
+      for (const auto& c : suite.cases)
+        for (auto dtype : registry().find(suite.op)->dtypes) {
+          const std::string suite_name = "Conformance_" + backend + "_" + suite.op;
+          const std::string test_name = c.name + "_" + dtype_name(dtype);
+          testing::RegisterTest(suite_name.c_str(), test_name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                                [=, s = &suite, cp = &c]() -> testing::Test* {
+                                  return new ConformanceCase(backend, s, cp, dtype);
+                                });
+        }
+  return true;
+}();
+
+// The comparison the whole suite rests on must see a difference when there is one.
+TEST(ConformanceHarness, CompareDetectsDifferences) {
+  at::Tensor a = at::randn({64});
+  EXPECT_EQ(compare(a, a.clone(), true), std::nullopt);
+  at::Tensor b = a.clone();
+  b[17] = b[17].item<float>() + 1e-3f;
+  EXPECT_NE(compare(b, a, false), std::nullopt);
+  EXPECT_NE(compare(b, a, true), std::nullopt);
+  at::Tensor z = at::zeros({2});
+  at::Tensor nz = z.neg();  // -0.0: equal as numbers, not as bits
+  EXPECT_EQ(compare(nz, z, false), std::nullopt);
+  EXPECT_NE(compare(nz, z, true), std::nullopt);
+  EXPECT_NE(compare(a.view({8, 8}), a, false), std::nullopt);
+  EXPECT_NE(compare(a.to(at::kDouble), a, false), std::nullopt);
+  at::Tensor nan = a.clone();
+  nan[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(compare(nan, a, false), std::nullopt);
+}
+
+TEST(ConformanceHarness, EveryRegistryOpHasASuite) {
+  ASSERT_EQ(suites().size(), registry().ops().size());
+  for (size_t i = 0; i < suites().size(); ++i) EXPECT_EQ(suites()[i].op, registry().ops()[i].name);
+}
+
+TEST(ConformanceHarness, LayoutsAreWhatTheyClaim) {
+  const auto dev = c10::Device(c10::kCPU);
+  EXPECT_TRUE(make({4, 6}, Layout::Contiguous, at::kFloat, dev, 1).is_contiguous());
+  EXPECT_FALSE(make({4, 6}, Layout::Strided, at::kFloat, dev, 1).is_contiguous());
+  EXPECT_FALSE(make({4, 6}, Layout::Transposed, at::kFloat, dev, 1).is_contiguous());
+  EXPECT_EQ(make({4, 6}, Layout::Offset, at::kFloat, dev, 1).storage_offset(), 5);
+  EXPECT_EQ(make({4, 6}, Layout::Expanded, at::kFloat, dev, 1).stride(0), 0);
+  EXPECT_TRUE(make({4, 6}, Layout::Strided, at::kHalf, dev, 3).equal(make({4, 6}, Layout::Strided, at::kHalf, dev, 3)));
+}
+
+}  // namespace
+}  // namespace backplane::conformance

@@ -1,0 +1,252 @@
+// The plugin loader. Each test runs in its own process (gtest_discover_tests), since
+// a loaded plugin stays loaded.
+#include <backplane/loader.h>
+#include <backplane/manifest.h>
+#include <backplane/plugin_abi.h>
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace backplane {
+namespace {
+
+const std::string kPlugins = BACKPLANE_PLUGIN_DIR;
+const std::string kFixtures = BACKPLANE_FIXTURE_DIR;
+
+LoadOptions in(const std::string& dir) {
+  LoadOptions o;
+  o.dir = dir;
+  return o;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/backplane_loader_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  // Copies a plugin file in under the name of `as`, with a manifest that `edit` may change.
+  void add_plugin(const std::string& from_dir, const std::string& name, const std::string& as,
+                  const std::function<void(Manifest&)>& edit = nullptr, bool with_manifest = true) const {
+    fs::copy_file(fs::path(from_dir) / plugin_file_name(name), fs::path(path_) / plugin_file_name(as));
+    if (!with_manifest) return;
+    Manifest m = read_manifest((fs::path(from_dir) / manifest_file_name(name)).string());
+    m.name = as;
+    if (edit) edit(m);
+    std::ofstream(fs::path(path_) / manifest_file_name(as)) << manifest_to_yaml(m);
+  }
+
+ private:
+  std::string path_;
+};
+
+bool has_kernel(const std::string& op, c10::DispatchKey key) {
+  auto h = c10::Dispatcher::singleton().findOp(c10::OperatorName("backplane::" + op, ""));
+  return h && h->hasKernelForDispatchKey(key);
+}
+
+std::string load_error(const std::string& name, const LoadOptions& options = {}) {
+  try {
+    load(name, options);
+  } catch (const BackendError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void expect_contains(const std::string& text, const std::string& part) {
+  EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' does not contain '" << part << "'";
+}
+
+TEST(Loader, LoadsCpuByName) {
+  ASSERT_FALSE(has_kernel("add", c10::DispatchKey::CPU));
+  const BackendRecord r = load("cpu");
+  EXPECT_EQ(r.status, BackendStatus::Loaded);
+  EXPECT_EQ(r.dispatch_key, "CPU");
+  EXPECT_EQ(r.version, core_version());
+  EXPECT_EQ(r.path, fs::canonical(kPlugins + "/libbackplane_cpu.so").string());
+  EXPECT_EQ(r.ops.size(), 6u);
+  EXPECT_TRUE(has_kernel("add", c10::DispatchKey::CPU));
+  at::Tensor x = at::randn({5});
+  auto id = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::identity_conv", "").typed<at::Tensor(const at::Tensor&)>();
+  EXPECT_TRUE(id.call(x).equal(x));
+}
+
+TEST(Loader, LoadingTwiceIsHarmless) {
+  const BackendRecord first = load("cpu");
+  const BackendRecord second = load("cpu", in(kPlugins));
+  EXPECT_EQ(first.path, second.path);
+  int cpu_records = 0;
+  for (const auto& r : backends()) cpu_records += r.name == "cpu";
+  EXPECT_EQ(cpu_records, 1);
+}
+
+TEST(Loader, ConcurrentLoadsLoadOnce) {
+  std::vector<std::thread> threads;
+  std::vector<BackendRecord> records(8);
+  for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { records[i] = load("cpu"); });
+  for (auto& t : threads) t.join();
+  for (const auto& r : records) {
+    EXPECT_EQ(r.status, BackendStatus::Loaded);
+    EXPECT_EQ(r.path, records[0].path);
+  }
+  // A second registration of the same kernels would have been refused or warned;
+  // the dispatcher holds exactly one CPU kernel per op.
+  EXPECT_TRUE(has_kernel("rms_norm", c10::DispatchKey::CPU));
+}
+
+TEST(Loader, UnknownNameSaysWhereItLooked) {
+  const std::string err = load_error("nosuch");
+  expect_contains(err, "backend 'nosuch' not found: looked for libbackplane_nosuch.so in [");
+  expect_contains(err, kPlugins);
+  expect_contains(err, "found plugins: cpu");
+  expect_contains(err, "Set BACKPLANE_PLUGIN_PATH or pass a directory.");
+}
+
+TEST(Loader, RefusesNamesThatAreNotIdentifiers) {
+  for (const std::string bad : {"../cpu", "a/b", "cpu.so", "", "..", "/abs/path", "core", "9lives"})
+    expect_contains(load_error(bad), "invalid backend name '" + bad + "': expected a plain identifier");
+  EXPECT_TRUE(is_valid_backend_name("npu_2"));
+}
+
+TEST(Loader, SearchPathOrder) {
+  setenv("BACKPLANE_PLUGIN_PATH", "/first:/second::", 1);
+  const auto dirs = plugin_search_path(in("/explicit"));
+  ASSERT_EQ(dirs.size(), 4u);
+  EXPECT_EQ(dirs[0], "/explicit");
+  EXPECT_EQ(dirs[1], "/first");
+  EXPECT_EQ(dirs[2], "/second");
+  EXPECT_EQ(fs::canonical(dirs[3]), fs::canonical(kPlugins));
+  unsetenv("BACKPLANE_PLUGIN_PATH");
+}
+
+TEST(Loader, PluginPathFromEnvironment) {
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "envcpu");
+  setenv("BACKPLANE_PLUGIN_PATH", dir.path().c_str(), 1);
+  EXPECT_EQ(load("envcpu").status, BackendStatus::Loaded);
+  unsetenv("BACKPLANE_PLUGIN_PATH");
+}
+
+TEST(Loader, PluginWithoutManifestIsRejectedUnopened) {
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "bare", nullptr, /*with_manifest=*/false);
+  const std::string err = load_error("bare", in(dir.path()));
+  expect_contains(err, "backend 'bare' rejected (");
+  expect_contains(err, "no manifest " + dir.path() + "/libbackplane_bare.manifest.yaml beside the plugin");
+  EXPECT_FALSE(has_kernel("add", c10::DispatchKey::CPU)) << "a rejected plugin was opened";
+}
+
+TEST(Loader, TorchVersionMismatchIsRejectedBeforeOpening) {
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "oldtorch", [](Manifest& m) { m.torch_version = "2.0"; });
+  const std::string err = load_error("oldtorch", in(dir.path()));
+  expect_contains(err, "backend 'oldtorch' rejected");
+  expect_contains(err, "built against torch 2.0, this process runs torch " + torch_major_minor());
+  EXPECT_FALSE(has_kernel("add", c10::DispatchKey::CPU)) << "a rejected plugin was opened";
+  bool listed = false;
+  for (const auto& r : backends()) {
+    if (r.name != "oldtorch") continue;
+    listed = true;
+    EXPECT_EQ(r.status, BackendStatus::Rejected);
+  }
+  EXPECT_TRUE(listed);
+}
+
+TEST(Loader, PluginAbiMismatchIsRejected) {
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "newabi", [](Manifest& m) { m.plugin_abi = kPluginAbi + 1; });
+  expect_contains(load_error("newabi", in(dir.path())), "this core expects plugin ABI " + std::to_string(kPluginAbi));
+}
+
+TEST(Loader, ManifestNamingUnknownOpIsRejected) {
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "extra", [](Manifest& m) { m.ops.push_back("warp_drive"); });
+  expect_contains(load_error("extra", in(dir.path())), "manifest lists op 'warp_drive', which the registry does not define");
+}
+
+TEST(Loader, FileThatIsNotAPluginFails) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/libbackplane_junk.so") << "this is not an ELF file\n";
+  Manifest m = read_manifest(kPlugins + "/" + manifest_file_name("cpu"));
+  m.name = "junk";
+  m.ops.clear();
+  std::ofstream(dir.path() + "/" + manifest_file_name("junk")) << manifest_to_yaml(m);
+  const std::string err = load_error("junk", in(dir.path()));
+  expect_contains(err, "backend 'junk' failed (");
+  expect_contains(err, "dlopen failed: ");
+  expect_contains(err, "libbackplane_junk.so");
+}
+
+TEST(Loader, MissingDependencyNamesIt) {
+  TempDir dir;
+  dir.add_plugin(kFixtures, "fixture_needsdep", "fixture_needsdep");
+  const std::string err = load_error("fixture_needsdep", in(dir.path()));
+  expect_contains(err, "backend 'fixture_needsdep' failed");
+  expect_contains(err, "libbackplane_fixture_dep.so: cannot open shared object file");
+}
+
+TEST(Loader, SecondKernelForTheSameKeyIsRefused) {
+  load("cpu");
+  const std::string err = load_error("fixture_dup", in(kFixtures));
+  expect_contains(err, "backend 'fixture_dup' rejected");
+  expect_contains(err, "would register backplane::identity_conv for CPU, already registered by backend 'cpu' (" +
+                           fs::canonical(kPlugins + "/libbackplane_cpu.so").string() + ")");
+  // cpu's kernel is still the one that runs: the duplicate was never opened.
+  at::Tensor x = at::randn({4});
+  auto id = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::identity_conv", "").typed<at::Tensor(const at::Tensor&)>();
+  EXPECT_TRUE(id.call(x).equal(x));
+}
+
+TEST(Loader, FirstComeKeepsTheKeyEitherWay) {
+  EXPECT_EQ(load("fixture_dup", in(kFixtures)).status, BackendStatus::Loaded);
+  expect_contains(load_error("cpu"), "would register backplane::identity_conv for CPU, already registered by backend 'fixture_dup'");
+}
+
+TEST(Loader, SecondCopyFromAnotherPathIsRefused) {
+  load("cpu");
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "cpu");
+  expect_contains(load_error("cpu", in(dir.path())), "backend 'cpu' is already loaded from ");
+}
+
+TEST(Loader, DiscoveryRecordsBrokenPluginsAndLoadsTheRest) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/libbackplane_junk.so") << "not ELF";
+  dir.add_plugin(kPlugins, "cpu", "stale", [](Manifest& m) { m.torch_version = "1.13"; });
+  const auto records = load_discovered(in(dir.path()));
+  std::map<std::string, BackendRecord> by_name;
+  for (const auto& r : records) by_name[r.name] = r;
+  ASSERT_EQ(by_name.count("cpu"), 1u);
+  EXPECT_EQ(by_name["cpu"].status, BackendStatus::Loaded);
+  EXPECT_EQ(by_name["junk"].status, BackendStatus::Rejected);
+  expect_contains(by_name["junk"].reason, "no manifest");
+  EXPECT_EQ(by_name["stale"].status, BackendStatus::Rejected);
+  expect_contains(by_name["stale"].reason, "built against torch 1.13");
+}
+
+TEST(Loader, ListingDoesNotOpenPlugins) {
+  const auto records = backends();
+  bool saw_cpu = false;
+  for (const auto& r : records)
+    if (r.name == "cpu") {
+      saw_cpu = true;
+      EXPECT_EQ(r.status, BackendStatus::Available);
+      EXPECT_EQ(r.ops.size(), 6u);
+    }
+  EXPECT_TRUE(saw_cpu);
+  EXPECT_FALSE(has_kernel("add", c10::DispatchKey::CPU));
+}
+
+}  // namespace
+}  // namespace backplane
