@@ -22,15 +22,12 @@ class RuleMetaKernel final : public c10::OperatorKernel {
     const size_t n = def.arg_names.size();
     auto args = torch::jit::last(*stack, n);
     switch (def.shape.kind) {
-      case ShapeRuleKind::InPlace: {
+      case ShapeRuleKind::InPlace:
         contract_.check(args);
-        at::Tensor self = args[def.arg_index(def.shape.args[0])].toTensor();
         torch::jit::drop(*stack, n);
-        stack->emplace_back(std::move(self));
         return;
-      }
       case ShapeRuleKind::Out:
-        contract_.prepare_out(args);
+        contract_.check_out(args);
         torch::jit::drop(*stack, n);
         return;
       default: {

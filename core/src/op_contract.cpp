@@ -3,7 +3,6 @@
 #include "shape_rules/shape_rules.h"
 
 #include <ATen/MemoryOverlap.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
@@ -16,20 +15,31 @@ std::string dtype_list(const OpDef& op) {
   return out;
 }
 
-std::vector<int64_t> broadcast_sizes(const OpContract& c, const std::string& a_name, const at::Tensor& a,
-                                     const std::string& b_name, const at::Tensor& b) {
+// Broadcasting that keeps dynamic sizes symbolic: a size-1 test that is not known
+// statically takes the general branch and records a runtime assertion instead of a
+// guard (a dynamic batch size is not specialized to 1 or not-1).
+std::vector<c10::SymInt> broadcast_sizes(const OpContract& c, const std::string& a_name, const at::Tensor& a,
+                                         const std::string& b_name, const at::Tensor& b) {
   const int64_t ndim = std::max(a.dim(), b.dim());
-  std::vector<int64_t> sizes(ndim);
+  std::vector<c10::SymInt> sizes(ndim);
   for (int64_t i = 0; i < ndim; ++i) {
-    const int64_t sa = i < ndim - a.dim() ? 1 : a.size(i - (ndim - a.dim()));
-    const int64_t sb = i < ndim - b.dim() ? 1 : b.size(i - (ndim - b.dim()));
-    TORCH_CHECK_VALUE(sa == sb || sa == 1 || sb == 1, c.qualified_name(), ": sizes of '", a_name, "' ", a.sizes(),
-                      " and '", b_name, "' ", b.sizes(), " do not broadcast (dimension ", i - ndim, ": ", sa, " vs ",
-                      sb, ")");
-    sizes[i] = sa == 1 ? sb : sa;
+    const c10::SymInt sa = i < ndim - a.dim() ? c10::SymInt(1) : a.sym_size(i - (ndim - a.dim()));
+    const c10::SymInt sb = i < ndim - b.dim() ? c10::SymInt(1) : b.sym_size(i - (ndim - b.dim()));
+    if (TORCH_GUARD_OR_FALSE(sb.sym_eq(1))) {
+      sizes[i] = sa;
+    } else if (TORCH_GUARD_OR_FALSE(sa.sym_eq(1))) {
+      sizes[i] = sb;
+    } else {
+      TORCH_CHECK_VALUE(sa.sym_eq(sb).expect_true(__FILE__, __LINE__), c.qualified_name(), ": sizes of '", a_name,
+                        "' ", a.sym_sizes(), " and '", b_name, "' ", b.sym_sizes(), " do not broadcast (dimension ",
+                        i - ndim, ": ", sa, " vs ", sb, ")");
+      sizes[i] = sa;
+    }
   }
   return sizes;
 }
+
+std::vector<c10::SymInt> sizes_of(const at::Tensor& t) { return t.sym_sizes().vec(); }
 
 }  // namespace
 
@@ -60,7 +70,7 @@ void OpContract::check_tensors(c10::ArrayRef<c10::IValue> args) const {
   }
 }
 
-std::vector<int64_t> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
+std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
   TORCH_INTERNAL_ASSERT(args.size() == def_->arg_names.size(), qualified_name_, ": expected ",
                         def_->arg_names.size(), " arguments, got ", args.size());
   check_tensors(args);
@@ -68,7 +78,7 @@ std::vector<int64_t> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
   auto tensor = [&](size_t i) -> const at::Tensor& { return args[def_->arg_index(rule.args[i])].toTensor(); };
   switch (rule.kind) {
     case ShapeRuleKind::SameAs:
-      return tensor(0).sizes().vec();
+      return sizes_of(tensor(0));
     case ShapeRuleKind::Broadcast:
       return broadcast_sizes(*this, rule.args[0], tensor(0), rule.args[1], tensor(1));
     case ShapeRuleKind::InPlace: {
@@ -76,7 +86,7 @@ std::vector<int64_t> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
       TORCH_CHECK_VALUE(at::has_internal_overlap(x) != at::MemOverlap::Yes, qualified_name_, ": argument '",
                         rule.args[0], "' is written in place but has overlapping memory (an expanded view, sizes ",
                         x.sizes(), ", strides ", x.strides(), "); pass a tensor whose elements do not alias");
-      return x.sizes().vec();
+      return sizes_of(x);
     }
     case ShapeRuleKind::Out: {
       const at::Tensor& out = tensor(0);
@@ -90,7 +100,15 @@ std::vector<int64_t> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
                           ": argument '", rule.args[0], "' partially overlaps input '", name,
                           "'; it may be the same tensor or a separate one, not a shifted view of it");
       }
-      return tensor(1).sizes().vec();
+      const at::Tensor& like = tensor(1);
+      bool same = out.dim() == like.dim();
+      for (int64_t d = 0; same && d < out.dim(); ++d)
+        same = out.sym_size(d).sym_eq(like.sym_size(d)).expect_true(__FILE__, __LINE__);
+      TORCH_CHECK_VALUE(same, qualified_name_, ": argument '", rule.args[0], "' has sizes ", out.sym_sizes(),
+                        ", expected ", like.sym_sizes(), " (the sizes of '", rule.args[1],
+                        "'); allocate it with torch.empty_like (custom ops cannot resize an out argument under "
+                        "torch.compile or torch.export)");
+      return sizes_of(out);
     }
     case ShapeRuleKind::Custom:
       return find_custom_shape_rule(rule.custom)(*def_, args);
@@ -99,17 +117,9 @@ std::vector<int64_t> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
 }
 
 at::Tensor OpContract::new_output(c10::ArrayRef<c10::IValue> args) const {
-  std::vector<int64_t> sizes = check(args);
+  const std::vector<c10::SymInt> sizes = check(args);
   const at::Tensor& first = args[def_->arg_index(def_->tensor_args[0])].toTensor();
-  return at::empty(sizes, first.options().memory_format(c10::MemoryFormat::Contiguous));
-}
-
-const at::Tensor& OpContract::prepare_out(c10::ArrayRef<c10::IValue> args) const {
-  TORCH_INTERNAL_ASSERT(def_->shape.kind == ShapeRuleKind::Out, qualified_name_, " has no out rule");
-  std::vector<int64_t> sizes = check(args);
-  const at::Tensor& out = args[def_->arg_index(def_->shape.args[0])].toTensor();
-  at::native::resize_output(out, sizes);
-  return out;
+  return at::empty_symint(sizes, first.options().memory_format(c10::MemoryFormat::Contiguous));
 }
 
 }  // namespace backplane

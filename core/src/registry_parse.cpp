@@ -208,9 +208,13 @@ class OpParser {
       fail(node, "schema of '" + op_.name + "' writes [" + join(mutated_) +
                      "]; use an in_place or out shape rule for it");
     }
-    if (rule.kind == ShapeRuleKind::Out && returns_ != 0)
-      fail(node, "an out rule's op returns nothing (-> ()); '" + op_.name + "' returns " + std::to_string(returns_) + " values");
-    if (rule.kind != ShapeRuleKind::Out && !returns_tensor_)
+    // PyTorch can only functionalize (for torch.compile and torch.export) custom ops
+    // whose outputs alias no input, so ops that write return nothing.
+    if (mutating_rule && returns_ != 0)
+      fail(node, "'" + op_.name + "' writes '" + rule.args[0] + "', so it must return nothing (-> ()): torch.compile and "
+                     "torch.export cannot functionalize a custom op whose output aliases an input; found " +
+                     std::to_string(returns_) + " return value(s)");
+    if (!mutating_rule && !returns_tensor_)
       fail(node, "shape rule of '" + op_.name + "' produces one Tensor; the schema must return exactly one Tensor");
   }
 

@@ -143,18 +143,23 @@ TEST(RegistryErrors, ExtraRuleKeys) {
 }
 
 TEST(RegistryErrors, MutationWithoutMutatingRule) {
-  expect_error(op_yaml("twice_(Tensor(a!) x) -> Tensor(a!)", "[float32]", "{same_as: x}"), "test.yaml:5:12",
+  expect_error(op_yaml("twice_(Tensor(a!) x) -> ()", "[float32]", "{same_as: x}"), "test.yaml:5:12",
                "schema of 'twice_' writes [x]; use an in_place or out shape rule");
 }
 
 TEST(RegistryErrors, InPlaceRuleWithoutMutation) {
-  expect_error(op_yaml("twice_(Tensor x) -> Tensor", "[float32]", "{in_place: x}"), "test.yaml:5:12",
+  expect_error(op_yaml("twice_(Tensor x) -> ()", "[float32]", "{in_place: x}"), "test.yaml:5:12",
                "shape rule mutates 'x', but the schema of 'twice_' marks [] as written");
 }
 
 TEST(RegistryErrors, OutRuleMustReturnNothing) {
   expect_error(op_yaml("twice_out(Tensor x, *, Tensor(a!) out) -> Tensor", "[float32]", "{out: out, like: x}"),
-               "test.yaml:5:12", "an out rule's op returns nothing");
+               "test.yaml:5:12", "'twice_out' writes 'out', so it must return nothing (-> ())");
+}
+
+TEST(RegistryErrors, InPlaceOpReturningItsArgumentIsRefused) {
+  expect_error(op_yaml("twice_(Tensor(a!) x) -> Tensor(a!)", "[float32]", "{in_place: x}"), "test.yaml:5:12",
+               "torch.compile and torch.export cannot functionalize a custom op whose output aliases an input");
 }
 
 TEST(RegistryErrors, DuplicateOpAcrossFiles) {

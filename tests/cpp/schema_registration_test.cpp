@@ -33,6 +33,7 @@ TEST(Schemas, MutationIsDeclared) {
   const auto& scale = handle("scale_").schema();
   ASSERT_TRUE(scale.arguments()[0].alias_info());
   EXPECT_TRUE(scale.arguments()[0].alias_info()->isWrite());
+  EXPECT_TRUE(handle("scale_").schema().returns().empty());
   EXPECT_TRUE(handle("sin_out").schema().returns().empty());
   EXPECT_TRUE(handle("sin_out").schema().arguments()[1].kwarg_only());
 }
@@ -45,17 +46,23 @@ TEST(MetaKernels, BroadcastRule) {
   EXPECT_TRUE(out.is_contiguous());
 }
 
-TEST(MetaKernels, InPlaceRuleReturnsItsArgument) {
-  auto op = handle("scale_").typed<at::Tensor&(at::Tensor&, double)>();
+TEST(MetaKernels, InPlaceRuleChecksAndReturnsNothing) {
+  auto op = handle("scale_").typed<void(at::Tensor&, double)>();
   at::Tensor x = meta({3, 2});
-  EXPECT_TRUE(op.call(x, 2.0).is_same(x));
+  op.call(x, 2.0);
+  EXPECT_EQ(x.sizes(), at::IntArrayRef({3, 2}));
+  at::Tensor expanded = meta({1, 2}).expand({3, 2});
+  EXPECT_THROW(op.call(expanded, 2.0), c10::ValueError);
 }
 
-TEST(MetaKernels, OutRuleResizesOut) {
+TEST(MetaKernels, OutRuleNeverResizesOut) {
   auto op = handle("sin_out").typed<void(const at::Tensor&, at::Tensor&)>();
-  at::Tensor out = meta({0});
+  at::Tensor out = meta({2, 7});
   op.call(meta({2, 7}), out);
   EXPECT_EQ(out.sizes(), at::IntArrayRef({2, 7}));
+  at::Tensor wrong = meta({0});
+  EXPECT_THROW(op.call(meta({2, 7}), wrong), c10::ValueError);
+  EXPECT_EQ(wrong.sizes(), at::IntArrayRef({0}));
 }
 
 TEST(MetaKernels, CustomRules) {

@@ -34,14 +34,13 @@ void scale_loop(at::TensorIteratorBase& iter, double s) {
 }  // namespace
 
 // x *= s through x's own strides: a strided view writes only its own elements.
-at::Tensor& scale_(at::Tensor& x, double s) {
+void scale_(at::Tensor& x, double s) {
   static const OpContract contract("scale_");
   contract.check({x, s});
-  if (x.numel() == 0) return x;
+  if (x.numel() == 0) return;
   auto iter = at::TensorIteratorConfig().add_output(x).add_const_input(x).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_scale_",
                                   [&] { scale_loop<scalar_t>(iter, s); });
-  return x;
 }
 
 }  // namespace backplane::cpu::CPU_CAPABILITY

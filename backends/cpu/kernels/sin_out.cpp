@@ -37,7 +37,7 @@ void sin_loop(at::TensorIteratorBase& iter) {
 
 void sin_out(const at::Tensor& x, at::Tensor& out) {
   static const OpContract contract("sin_out");
-  contract.prepare_out({x, out});
+  contract.check_out({x, out});
   if (out.numel() == 0) return;
   auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(x).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_sin_out",

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/ArrayRef.h>
 
 #include <string_view>
@@ -24,16 +25,19 @@ class BACKPLANE_API OpContract {
   const OpDef& def() const { return *def_; }
 
   // Checks the arguments (all of them, in schema order) and returns the output
-  // sizes the shape rule gives. For in-place ops, the mutated argument's sizes.
-  std::vector<int64_t> check(c10::ArrayRef<c10::IValue> args) const;
+  // sizes the shape rule gives (for in_place and out rules, the written argument's).
+  // Symbolic, so that under torch.export a dynamic dimension stays dynamic: the
+  // rules compare sizes with expect_true/guard_or_false rather than specializing.
+  std::vector<c10::SymInt> check(c10::ArrayRef<c10::IValue> args) const;
 
   // check(), then a new contiguous output of the rule's sizes with the dtype and
   // device of the first Tensor argument. Not for in_place or out rules.
   at::Tensor new_output(c10::ArrayRef<c10::IValue> args) const;
 
-  // check(), then resizes the out argument to the rule's sizes (out rule only),
-  // with PyTorch's resize_output semantics (warns when resizing a non-empty tensor).
-  const at::Tensor& prepare_out(c10::ArrayRef<c10::IValue> args) const;
+  // check() for an out rule: out must already have the sizes of `like`. Custom ops
+  // cannot resize a mutated argument under torch.compile/export (functionalization
+  // assumes its shape is fixed), so out is never resized; a mismatch is an error.
+  void check_out(c10::ArrayRef<c10::IValue> args) const { check(args); }
 
   // "backplane::add"
   const std::string& qualified_name() const { return qualified_name_; }

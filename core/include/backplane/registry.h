@@ -46,7 +46,8 @@ enum class ShapeRuleKind { SameAs, Broadcast, InPlace, Out, Custom };
 struct ShapeRule {
   ShapeRuleKind kind = ShapeRuleKind::SameAs;
   // Arguments the rule names, in the rule's order: SameAs {x}; Broadcast {a, b};
-  // InPlace {x}; Out {out, like}; Custom {}.
+  // InPlace {x}; Out {out, like}; Custom {}. InPlace and Out ops return nothing,
+  // and an Out op's out must already have the sizes of `like` (never resized).
   std::vector<std::string> args;
   std::string custom;  // Custom: the name of a rule in core/src/shape_rules/
 };

@@ -8,16 +8,16 @@
 
 namespace backplane {
 
-std::vector<int64_t> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
+std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
   const at::Tensor& x = args[op.arg_index("x")].toTensor();
   const at::Tensor& weight = args[op.arg_index("weight")].toTensor();
   const double eps = args[op.arg_index("eps")].toDouble();
   TORCH_CHECK_VALUE(x.dim() >= 1, "backplane::rms_norm: x must have at least 1 dimension, found a 0-d tensor");
-  TORCH_CHECK_VALUE(weight.dim() == 1 && weight.size(0) == x.size(-1),
-                    "backplane::rms_norm: weight must have sizes [", x.size(-1), "] (x's last dimension), found ",
-                    weight.sizes());
+  TORCH_CHECK_VALUE(weight.dim() == 1 && weight.sym_size(0).sym_eq(x.sym_size(-1)).expect_true(__FILE__, __LINE__),
+                    "backplane::rms_norm: weight must have sizes [", x.sym_size(-1), "] (x's last dimension), found ",
+                    weight.sym_sizes());
   TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0, "backplane::rms_norm: eps must be finite and >= 0, found ", eps);
-  return x.sizes().vec();
+  return x.sym_sizes().vec();
 }
 
 }  // namespace backplane

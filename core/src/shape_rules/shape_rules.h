@@ -6,6 +6,7 @@
 #include <backplane/registry.h>
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/SymInt.h>
 #include <c10/util/ArrayRef.h>
 
 #include <string>
@@ -13,14 +14,16 @@
 
 namespace backplane {
 
-using CustomShapeRule = std::vector<int64_t> (*)(const OpDef& op, c10::ArrayRef<c10::IValue> args);
+// Sizes are symbolic: compare them with sym_* and expect_true, never by value, so
+// dynamic dimensions survive torch.export.
+using CustomShapeRule = std::vector<c10::SymInt> (*)(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 
 // nullptr when core has no rule of that name.
 CustomShapeRule find_custom_shape_rule(const std::string& name);
 std::vector<std::string> custom_shape_rule_names();
 
 // The rules themselves, one file each.
-std::vector<int64_t> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
-std::vector<int64_t> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
+std::vector<c10::SymInt> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
+std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 
 }  // namespace backplane

@@ -1,0 +1,61 @@
+// add: a + alpha * b with broadcasting, computed in opmath (float for float16 and
+// bfloat16) and rounded once, as aten does. A broadcast operand is read in place
+// through stride-0 dimensions (strided kernel); same-shape contiguous operands whose
+// addresses share their offset modulo 16 take the 16-byte vector path.
+#include "elementwise.cuh"
+#include "ops.h"
+
+#include <backplane/op_contract.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/SmallVector.h>
+
+namespace backplane::cuda {
+namespace {
+
+template <typename scalar_t>
+struct AddOp {
+  using opmath_t = at::opmath_type<scalar_t>;
+  opmath_t alpha;
+  __device__ __forceinline__ scalar_t operator()(scalar_t a, scalar_t b) const {
+    return static_cast<scalar_t>(static_cast<opmath_t>(a) + alpha * static_cast<opmath_t>(b));
+  }
+};
+
+// t's strides for the broadcast shape `sizes`: 0 where t is expanded (a missing
+// leading dimension, or size 1 against a larger size).
+c10::SmallVector<int64_t, 8> broadcast_strides(const at::Tensor& t, at::IntArrayRef sizes) {
+  const int64_t lead = static_cast<int64_t>(sizes.size()) - t.dim();
+  c10::SmallVector<int64_t, 8> strides(sizes.size(), 0);
+  for (int64_t d = 0; d < t.dim(); ++d) strides[lead + d] = t.size(d) == sizes[lead + d] ? t.stride(d) : 0;
+  return strides;
+}
+
+template <typename scalar_t>
+void launch_add(std::string_view op, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
+                at::Tensor& out) {
+  const auto a_strides = broadcast_strides(a, out.sizes());
+  const auto b_strides = broadcast_strides(b, out.sizes());
+  launch_elementwise<scalar_t, 2>(op, out.device().index(), at::cuda::getCurrentCUDAStream(), out.sizes(),
+                                  out.mutable_data_ptr<scalar_t>(), out.strides(),
+                                  {a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>()},
+                                  {c10::ArrayRef<int64_t>(a_strides), c10::ArrayRef<int64_t>(b_strides)},
+                                  AddOp<scalar_t>{alpha.to<at::opmath_type<scalar_t>>()});
+}
+
+}  // namespace
+
+at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  static const OpContract contract("add");
+  at::Tensor out = contract.new_output({a, b, alpha});
+  if (out.numel() == 0) return out;
+  const c10::cuda::CUDAGuard guard(out.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "backplane_add_cuda",
+                                  [&] { launch_add<scalar_t>(contract.qualified_name(), a, b, alpha, out); });
+  return out;
+}
+
+}  // namespace backplane::cuda

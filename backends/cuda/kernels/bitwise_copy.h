@@ -1,0 +1,18 @@
+// out[i] = in[i], bit for bit, for identity_conv and crop: the element is moved as an
+// unsigned integer of its size, so NaN payloads and -0.0 survive and one kernel
+// serves every dtype of that size.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
+
+#include <string_view>
+
+namespace backplane::cuda {
+
+// Copies the elements of the view (in, in_strides) of out's sizes into out, any strides
+// on both sides. `in` points at the view's first element. out.numel() > 0; the caller
+// holds a CUDAGuard for out's device.
+void bitwise_copy(std::string_view op, const at::Tensor& out, const void* in, c10::ArrayRef<int64_t> in_strides);
+
+}  // namespace backplane::cuda

@@ -1,0 +1,179 @@
+// The elementwise engine behind identity_conv, add, scale_, sin_out and crop:
+// out[i] = f(in_0[i], ..., in_{NIN-1}[i]) over one shape, every operand with its own
+// strides, all of one scalar type.
+//
+// Two kernels, picked per call from the merged layout (strided_indexing.cuh):
+// - vectorized: every operand is one unit-stride run and their addresses share one
+//   offset modulo 16. A scalar head brings them to 16-byte alignment, then each
+//   thread moves kUnroll 16-byte vectors per operand per step (64 bytes of reads in
+//   flight per input per thread, about 4 MiB per input on an H100 at full
+//   occupancy), grid-stride, then a scalar tail. 64-bit indices throughout.
+// - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
+//   thread handles kUnroll elements, all loads issued before the first store, offsets
+//   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit.
+// The output may be the same memory as an input (in place, or sin_out's out = x):
+// each element is read and written by one thread, its read first.
+#pragma once
+
+#include "launch_config.cuh"
+#include "strided_indexing.cuh"
+#include "vector_access.cuh"
+
+#include <ATen/core/Array.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/ArrayRef.h>
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <string_view>
+
+namespace backplane::cuda {
+
+constexpr int kUnroll = 4;
+
+template <typename T, int N>
+using PtrArray = at::detail::Array<const T*, N>;
+
+template <typename scalar_t, int NIN, typename Func>
+__device__ __forceinline__ scalar_t apply(const Func& f, const scalar_t (&v)[NIN]) {
+  static_assert(NIN == 1 || NIN == 2, "elementwise ops take one or two inputs");
+  if constexpr (NIN == 1)
+    return f(v[0]);
+  else
+    return f(v[0], v[1]);
+}
+
+// Elements [0, head) and [head + nvec * V, n) are scalar; [head, head + nvec * V)
+// are nvec aligned vectors.
+template <typename scalar_t, int NIN, typename Func>
+__global__ void __launch_bounds__(kBlockThreads)
+    vectorized_kernel(Func f, scalar_t* out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
+  constexpr int V = kVectorWidth<scalar_t>;
+  using vec_t = Vec16<scalar_t>;
+  const int64_t nvec = (n - head) / V;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+
+  const int64_t scalars = head + (n - head - nvec * V);
+  if (tid < scalars) {
+    const int64_t i = tid < head ? tid : head + nvec * V + (tid - head);
+    scalar_t v[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) v[k] = in[k][i];
+    out[i] = apply<scalar_t, NIN>(f, v);
+  }
+
+  vec_t* out_v = reinterpret_cast<vec_t*>(out + head);
+  const vec_t* in_v[NIN];
+#pragma unroll
+  for (int k = 0; k < NIN; ++k) in_v[k] = reinterpret_cast<const vec_t*>(in[k] + head);
+
+  auto compute = [&](const vec_t (&x)[NIN]) {
+    vec_t y;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      scalar_t v[NIN];
+#pragma unroll
+      for (int k = 0; k < NIN; ++k) v[k] = x[k].v[e];
+      y.v[e] = apply<scalar_t, NIN>(f, v);
+    }
+    return y;
+  };
+
+  int64_t i = tid;
+  for (; i + (kUnroll - 1) * step < nvec; i += kUnroll * step) {
+    vec_t x[kUnroll][NIN];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][i + u * step];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) out_v[i + u * step] = compute(x[u]);
+  }
+  for (; i < nvec; i += step) {
+    vec_t x[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) x[k] = in_v[k][i];
+    out_v[i] = compute(x);
+  }
+}
+
+// Operand 0 of `calc` is the output, operand k + 1 is input k.
+template <typename scalar_t, int NIN, typename index_t, typename Func>
+__global__ void __launch_bounds__(kBlockThreads)
+    strided_kernel(Func f, scalar_t* out, PtrArray<scalar_t, NIN> in, OffsetCalculator<NIN + 1, index_t> calc,
+                   index_t n) {
+  constexpr index_t kTile = static_cast<index_t>(kBlockThreads) * kUnroll;
+  const index_t step = static_cast<index_t>(gridDim.x) * kTile;
+  for (index_t base = static_cast<index_t>(blockIdx.x) * kTile; base < n; base += step) {
+    scalar_t v[kUnroll][NIN];
+    index_t out_offset[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
+      if (i < n) {
+        const auto offsets = calc.get(i);
+        out_offset[u] = offsets[0];
+#pragma unroll
+        for (int k = 0; k < NIN; ++k) v[u][k] = in[k][offsets[k + 1]];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
+      if (i < n) out[out_offset[u]] = apply<scalar_t, NIN>(f, v[u]);
+    }
+  }
+}
+
+// Runs f over `sizes` (numel > 0). `op` names the op in errors. The caller holds a
+// CUDAGuard for `device`; `stream` is that device's current stream.
+template <typename scalar_t, int NIN, typename Func>
+void launch_elementwise(std::string_view op, c10::DeviceIndex device, cudaStream_t stream, c10::ArrayRef<int64_t> sizes,
+                        scalar_t* out, c10::ArrayRef<int64_t> out_strides, const std::array<const scalar_t*, NIN>& in,
+                        const std::array<c10::ArrayRef<int64_t>, NIN>& in_strides, Func f) {
+  constexpr int N = NIN + 1;
+  std::array<c10::ArrayRef<int64_t>, N> strides;
+  strides[0] = out_strides;
+  for (int k = 0; k < NIN; ++k) strides[k + 1] = in_strides[k];
+  StridedLayout<N> layout = make_layout<N>(op, sizes, strides);
+  if (layout.ndim == 0) {  // a 0-d tensor or all sizes 1: one element
+    layout.ndim = 1;
+    layout.sizes[0] = 1;
+    for (int k = 0; k < N; ++k) layout.strides[0][k] = 1;
+  }
+  const int64_t n = layout.numel();
+  PtrArray<scalar_t, NIN> in_ptrs;
+  for (int k = 0; k < NIN; ++k) in_ptrs[k] = in[k];
+
+  bool same_misalignment = layout.unit_stride() && misalignment(out) % sizeof(scalar_t) == 0;
+  for (int k = 0; k < NIN && same_misalignment; ++k) same_misalignment = misalignment(in[k]) == misalignment(out);
+  if (same_misalignment) {
+    const int64_t head =
+        std::min<int64_t>(n, (kVectorBytes - misalignment(out)) % kVectorBytes / static_cast<int64_t>(sizeof(scalar_t)));
+    static PerDeviceCache cache;
+    const auto kernel = vectorized_kernel<scalar_t, NIN, Func>;
+    const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
+    const int64_t grid =
+        blocks_for(vectors, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
+    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in_ptrs, n, head);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
+  if (layout.fits_32bit()) {
+    static PerDeviceCache cache;
+    const auto kernel = strided_kernel<scalar_t, NIN, unsigned int, Func>;
+    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
+    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+        f, out, in_ptrs, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
+  } else {
+    static PerDeviceCache cache;
+    const auto kernel = strided_kernel<scalar_t, NIN, int64_t, Func>;
+    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
+    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in_ptrs, OffsetCalculator<N, int64_t>(layout), n);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace backplane::cuda

@@ -1,0 +1,72 @@
+// Grid sizing. Elementwise kernels loop grid-stride over a grid of exactly the blocks
+// that fit on the device at once (occupancy x multiprocessors): every block gets the
+// same share and there is no partial last wave. Both numbers are read once per
+// device (and per kernel) and cached, so a launch costs no driver query after the first.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAMacros.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+
+namespace backplane::cuda {
+
+// 8 warps: enough to hide a block's barrier, small enough for 8 resident blocks per SM.
+constexpr int kBlockThreads = 256;
+
+// gridDim.x limit.
+constexpr int64_t kMaxGridBlocks = std::numeric_limits<int32_t>::max();
+
+// One int per device, computed on first use; 0 means not yet known. Two threads that
+// race compute the same value, so a plain atomic store is enough.
+class PerDeviceCache {
+ public:
+  template <typename Compute>
+  int get(c10::DeviceIndex device, Compute compute) {
+    std::atomic<int>& slot = values_.at(static_cast<size_t>(device));
+    int v = slot.load(std::memory_order_relaxed);
+    if (v == 0) {
+      v = compute();
+      slot.store(v, std::memory_order_relaxed);
+    }
+    return v;
+  }
+
+ private:
+  std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> values_{};
+};
+
+inline int multiprocessor_count(c10::DeviceIndex device) {
+  static PerDeviceCache cache;
+  return cache.get(device, [device] {
+    int n = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    return std::max(n, 1);
+  });
+}
+
+// Blocks of `threads` threads of `kernel` resident on the whole device at once. Call it
+// from a function template instantiated per kernel, with a static cache of its own.
+// The current device must be `device` (the caller holds a CUDAGuard).
+template <typename Kernel>
+int resident_blocks(PerDeviceCache& cache, c10::DeviceIndex device, Kernel kernel, int threads) {
+  return cache.get(device, [&] {
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    return std::max(per_sm, 1) * multiprocessor_count(device);
+  });
+}
+
+// Blocks for `items` work items of `per_block` each: at least 1, at most `cap`.
+inline int64_t blocks_for(int64_t items, int64_t per_block, int64_t cap) {
+  return std::clamp<int64_t>((items + per_block - 1) / per_block, 1, cap);
+}
+
+}  // namespace backplane::cuda

@@ -1,0 +1,256 @@
+// rms_norm: y = x / sqrt(mean(x^2 over the last dimension) + eps) * weight, summed in
+// float for float16/bfloat16/float32 and in double for float64.
+//
+// Three kernels, picked per call:
+// - warp per row (rows of at most 128 16-byte vectors: 512 float32, 1024 bfloat16):
+//   8 rows per 256-thread block, shuffles only, no barrier.
+// - block per row (up to 8192 vectors: 32768 float32, 65536 bfloat16, 16384 float64):
+//   each thread loads its kVecs vectors of the row at once (the whole row in flight),
+//   keeps them in registers, block-sums the squares, then scales and stores them, so
+//   x is read from memory once. 256 threads up to 4096 vectors, 512 beyond.
+// Both need a unit last-dimension stride, rows and weight 16-byte aligned and a row
+// length that is a multiple of the vector width.
+// - strided (anything else: a strided or transposed last dimension, odd lengths,
+//   misaligned rows, a strided weight, longer rows): one block per row, two passes
+//   over the row with scalar loads (the second mostly from L2).
+// Rows may have any strides in their leading dimensions (padded, offset, expanded):
+// row r starts at rows_of_x.get(r) in x; y is contiguous, row r at r * n.
+#include "launch_config.cuh"
+#include "ops.h"
+#include "row_reduce.cuh"
+#include "strided_indexing.cuh"
+#include "vector_access.cuh"
+
+#include <backplane/op_contract.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <type_traits>
+
+namespace backplane::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+constexpr int kMaxRowThreads = 512;
+constexpr int kMaxRowWarps = kMaxRowThreads / kWarpSize;
+constexpr int kMaxWarpVecs = 4;     // warp per row up to 32 * 4 vectors
+constexpr int kMaxBlockVecs = 16;   // block per row up to 512 * 16 vectors
+
+template <typename scalar_t>
+struct RmsNormParams {
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* x;
+  const scalar_t* w;
+  scalar_t* y;
+  OffsetCalculator<1, int64_t> rows_of_x;
+  int64_t rows;
+  int64_t n;         // row length
+  int64_t x_stride;  // along a row (strided kernel only)
+  int64_t w_stride;  // likewise
+  acc_t eps;
+};
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t inv_rms(acc_t sum_squares, int64_t n, acc_t eps) {
+  const acc_t mean = sum_squares / static_cast<acc_t>(n) + eps;
+  if constexpr (std::is_same_v<acc_t, double>)
+    return 1.0 / ::sqrt(mean);
+  else
+    return 1.0f / ::sqrtf(mean);
+}
+
+// x * inv * w for one vector, in the same order as the CPU kernel.
+template <typename scalar_t, typename acc_t>
+__device__ __forceinline__ Vec16<scalar_t> normalized(const Vec16<scalar_t>& x, const Vec16<scalar_t>& w, acc_t inv) {
+  Vec16<scalar_t> y;
+#pragma unroll
+  for (int e = 0; e < kVectorWidth<scalar_t>; ++e)
+    y.v[e] = static_cast<scalar_t>(static_cast<acc_t>(x.v[e]) * inv * static_cast<acc_t>(w.v[e]));
+  return y;
+}
+
+template <typename scalar_t, typename acc_t>
+__device__ __forceinline__ acc_t sum_squares(const Vec16<scalar_t>& x) {
+  acc_t s = 0;
+#pragma unroll
+  for (int e = 0; e < kVectorWidth<scalar_t>; ++e) {
+    const acc_t v = static_cast<acc_t>(x.v[e]);
+    s += v * v;
+  }
+  return s;
+}
+
+template <typename scalar_t, int kVecs>
+__global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(RmsNormParams<scalar_t> p) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using vec_t = Vec16<scalar_t>;
+  const int nvec = static_cast<int>(p.n / kVectorWidth<scalar_t>);
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t warps = blockDim.x / kWarpSize;
+  const auto* w = reinterpret_cast<const vec_t*>(p.w);
+  for (int64_t r = blockIdx.x * warps + threadIdx.x / kWarpSize; r < p.rows; r += gridDim.x * warps) {
+    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.get(r)[0]);
+    vec_t row[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+      if (lane + k * kWarpSize < nvec) row[k] = x[lane + k * kWarpSize];
+    acc_t ss = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+      if (lane + k * kWarpSize < nvec) ss += sum_squares<scalar_t, acc_t>(row[k]);
+    const acc_t inv = inv_rms(warp_sum(ss), p.n, p.eps);
+    auto* y = reinterpret_cast<vec_t*>(p.y + r * p.n);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = lane + k * kWarpSize;
+      if (j < nvec) y[j] = normalized(row[k], w[j], inv);
+    }
+  }
+}
+
+template <typename scalar_t, int kVecs>
+__global__ void __launch_bounds__(kMaxRowThreads) rms_norm_block_kernel(RmsNormParams<scalar_t> p) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using vec_t = Vec16<scalar_t>;
+  __shared__ acc_t scratch[2][kMaxRowWarps];
+  const int nvec = static_cast<int>(p.n / kVectorWidth<scalar_t>);
+  const auto* w = reinterpret_cast<const vec_t*>(p.w);
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.get(r)[0]);
+    vec_t row[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j < nvec) row[k] = x[j];
+    }
+    acc_t ss = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+      if (threadIdx.x + k * blockDim.x < nvec) ss += sum_squares<scalar_t, acc_t>(row[k]);
+    const acc_t inv = inv_rms(block_sum<kMaxRowWarps>(ss, scratch[parity]), p.n, p.eps);
+    parity ^= 1;
+    auto* y = reinterpret_cast<vec_t*>(p.y + r * p.n);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j < nvec) y[j] = normalized(row[k], w[j], inv);
+    }
+  }
+}
+
+template <typename scalar_t>
+__global__ void __launch_bounds__(kMaxRowThreads) rms_norm_strided_kernel(RmsNormParams<scalar_t> p) {
+  using acc_t = at::opmath_type<scalar_t>;
+  __shared__ acc_t scratch[2][kMaxRowWarps];
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const scalar_t* x = p.x + p.rows_of_x.get(r)[0];
+    acc_t ss = 0;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const acc_t v = static_cast<acc_t>(x[i * p.x_stride]);
+      ss += v * v;
+    }
+    const acc_t inv = inv_rms(block_sum<kMaxRowWarps>(ss, scratch[parity]), p.n, p.eps);
+    parity ^= 1;
+    scalar_t* y = p.y + r * p.n;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x)
+      y[i] = static_cast<scalar_t>(static_cast<acc_t>(x[i * p.x_stride]) * inv *
+                                   static_cast<acc_t>(p.w[i * p.w_stride]));
+  }
+}
+
+int round_up_to_warps(int64_t threads) {
+  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
+}
+
+template <typename scalar_t, int kVecs>
+void launch_warp(const RmsNormParams<scalar_t>& p, cudaStream_t stream) {
+  const int64_t rows_per_block = kRowThreads / kWarpSize;
+  const int64_t grid = blocks_for(p.rows, rows_per_block, kMaxGridBlocks);
+  rms_norm_warp_kernel<scalar_t, kVecs><<<static_cast<unsigned>(grid), kRowThreads, 0, stream>>>(p);
+}
+
+template <typename scalar_t, int kVecs>
+void launch_block(const RmsNormParams<scalar_t>& p, int64_t nvec, cudaStream_t stream) {
+  const int threads = round_up_to_warps((nvec + kVecs - 1) / kVecs);
+  const int64_t grid = std::min(p.rows, kMaxGridBlocks);
+  rms_norm_block_kernel<scalar_t, kVecs><<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
+}
+
+// True when every row starts 16-byte aligned and the row is whole vectors.
+template <typename scalar_t>
+bool rows_are_vectors(const at::Tensor& x, const StridedLayout<1>& rows, const at::Tensor& weight,
+                      const at::Tensor& out) {
+  constexpr int64_t V = kVectorWidth<scalar_t>;
+  const int64_t n = x.size(-1);
+  if (x.stride(-1) != 1 || n % V != 0 || weight.stride(0) != 1) return false;
+  if (!is_vector_aligned(x.const_data_ptr()) || !is_vector_aligned(weight.const_data_ptr()) ||
+      !is_vector_aligned(out.const_data_ptr()))
+    return false;
+  for (int d = 0; d < rows.ndim; ++d)
+    if (rows.strides[d][0] % V != 0) return false;
+  return true;
+}
+
+template <typename scalar_t>
+void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor& weight, double eps,
+                     at::Tensor& out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int64_t V = kVectorWidth<scalar_t>;
+  const int64_t n = x.size(-1);
+  const auto lead_sizes = x.sizes().slice(0, x.dim() - 1);
+  const auto lead_strides = x.strides().slice(0, x.dim() - 1);
+  const StridedLayout<1> rows = make_layout<1>(op, lead_sizes, {lead_strides}, /*reorder=*/false);
+  const RmsNormParams<scalar_t> p{x.const_data_ptr<scalar_t>(),
+                                  weight.const_data_ptr<scalar_t>(),
+                                  out.mutable_data_ptr<scalar_t>(),
+                                  OffsetCalculator<1, int64_t>(rows),
+                                  out.numel() / n,
+                                  n,
+                                  x.stride(-1),
+                                  weight.stride(0),
+                                  static_cast<acc_t>(eps)};
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int64_t nvec = n / V;
+  if (!rows_are_vectors<scalar_t>(x, rows, weight, out) || nvec > kMaxRowThreads * kMaxBlockVecs) {
+    const int threads = static_cast<int>(std::min<int64_t>(kMaxRowThreads, round_up_to_warps(n)));
+    const int64_t grid = std::min(p.rows, kMaxGridBlocks);
+    rms_norm_strided_kernel<scalar_t><<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
+  } else if (nvec <= 1 * kWarpSize) {
+    launch_warp<scalar_t, 1>(p, stream);
+  } else if (nvec <= 2 * kWarpSize) {
+    launch_warp<scalar_t, 2>(p, stream);
+  } else if (nvec <= kMaxWarpVecs * kWarpSize) {
+    launch_warp<scalar_t, kMaxWarpVecs>(p, stream);
+  } else if (nvec <= 1 * kRowThreads) {
+    launch_block<scalar_t, 1>(p, nvec, stream);
+  } else if (nvec <= 2 * kRowThreads) {
+    launch_block<scalar_t, 2>(p, nvec, stream);
+  } else if (nvec <= 4 * kRowThreads) {
+    launch_block<scalar_t, 4>(p, nvec, stream);
+  } else if (nvec <= 8 * kRowThreads) {
+    launch_block<scalar_t, 8>(p, nvec, stream);
+  } else {
+    launch_block<scalar_t, kMaxBlockVecs>(p, nvec, stream);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  static const OpContract contract("rms_norm");
+  at::Tensor out = contract.new_output({x, weight, eps});
+  if (out.numel() == 0) return out;
+  const c10::cuda::CUDAGuard guard(out.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_rms_norm_cuda",
+                                  [&] { launch_rms_norm<scalar_t>(contract.qualified_name(), x, weight, eps, out); });
+  return out;
+}
+
+}  // namespace backplane::cuda

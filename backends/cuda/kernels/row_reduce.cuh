@@ -1,0 +1,34 @@
+// Sums across a warp and across a block, for row-wise kernels (rms_norm). The order
+// of additions is fixed, so a row's result is the same on every run.
+#pragma once
+
+namespace backplane::cuda {
+
+constexpr int kWarpSize = 32;
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t warp_sum(acc_t v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum of v over the block; every thread gets it. blockDim.x is a multiple of 32 and at
+// most 32 * kMaxWarps. One barrier: each thread then adds the per-warp partials itself,
+// in the same order. `scratch` (kMaxWarps values) is written before that barrier and read
+// after it, so the next call may write it only after another barrier: alternate two
+// buffers between consecutive calls.
+template <int kMaxWarps, typename acc_t>
+__device__ __forceinline__ acc_t block_sum(acc_t v, acc_t* scratch) {
+  v = warp_sum(v);
+  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  acc_t total = 0;
+  const int warps = static_cast<int>(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int w = 0; w < kMaxWarps; ++w)
+    if (w < warps) total += scratch[w];
+  return total;
+}
+
+}  // namespace backplane::cuda

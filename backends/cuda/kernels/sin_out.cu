@@ -1,0 +1,48 @@
+// sin_out: out = sin(x), out resized first by the contract (resize_output semantics).
+// sin is CUDA's sinf/sin (full-range, not the fast intrinsic __sinf), computed in
+// opmath for float16 and bfloat16. out may be x itself, or strided.
+#include "elementwise.cuh"
+#include "ops.h"
+
+#include <backplane/op_contract.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <type_traits>
+
+namespace backplane::cuda {
+namespace {
+
+template <typename scalar_t>
+struct SinOp {
+  using opmath_t = at::opmath_type<scalar_t>;
+  __device__ __forceinline__ scalar_t operator()(scalar_t v) const {
+    if constexpr (std::is_same_v<opmath_t, double>)
+      return static_cast<scalar_t>(::sin(static_cast<double>(v)));
+    else
+      return static_cast<scalar_t>(::sinf(static_cast<float>(v)));
+  }
+};
+
+template <typename scalar_t>
+void launch_sin(std::string_view op, const at::Tensor& x, at::Tensor& out) {
+  launch_elementwise<scalar_t, 1>(op, out.device().index(), at::cuda::getCurrentCUDAStream(), out.sizes(),
+                                  out.mutable_data_ptr<scalar_t>(), out.strides(), {x.const_data_ptr<scalar_t>()},
+                                  {x.strides()}, SinOp<scalar_t>{});
+}
+
+}  // namespace
+
+void sin_out(const at::Tensor& x, at::Tensor& out) {
+  static const OpContract contract("sin_out");
+  contract.prepare_out({x, out});
+  if (out.numel() == 0) return;
+  const c10::cuda::CUDAGuard guard(out.device());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_sin_out_cuda",
+                                  [&] { launch_sin<scalar_t>(contract.qualified_name(), x, out); });
+}
+
+}  // namespace backplane::cuda

@@ -1,0 +1,83 @@
+"""Backplane: PyTorch operators that live outside PyTorch.
+
+    import backplane
+    backplane.load("cpu")                 # or BACKPLANE_BACKENDS=cpu,cuda at import
+    torch.ops.backplane.add(a, b, alpha=2)
+    backplane.backends()                  # every backend found, with status and reason
+    backplane.ops()                       # the coverage matrix: op x backend x dtype
+
+Schemas and Meta kernels come from the core library, so FakeTensor, torch.compile and
+torch.export work without Python fake registrations.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ._native import BackendError, core, lib_dir
+
+__all__ = ["Backend", "BackendError", "OpInfo", "backends", "info", "lib_dir", "load", "ops"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    status: str  # loaded | available | rejected | failed
+    reason: str  # why rejected or failed; empty otherwise
+    path: str
+    version: str
+    dispatch_key: str
+    ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str
+    schema: str
+    doc: str
+    dtypes: tuple[str, ...]
+    # backend name -> dtypes it implements this op for (empty: not implemented)
+    backends: dict[str, tuple[str, ...]]
+
+
+def _backend(record: dict) -> Backend:
+    return Backend(**{**record, "ops": tuple(record["ops"])})
+
+
+def load(*names: str, path: str | None = None) -> list[Backend]:
+    """Loads backends by name ("cpu", "cuda", "npu"; "cpu,cuda" also works).
+
+    `path` is searched before BACKPLANE_PLUGIN_PATH and the build directory. Loading
+    is idempotent. Raises BackendError naming what was searched and why it failed.
+    """
+    wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
+    return [_backend(core().load(name, path)) for name in wanted]
+
+
+def backends() -> list[Backend]:
+    """Every backend this process knows: loaded ones and every plugin on the search path."""
+    return [_backend(r) for r in core().backends()]
+
+
+def ops() -> list[OpInfo]:
+    """The registry's ops with, for each known backend, the dtypes it implements."""
+    return [
+        OpInfo(
+            name=row["name"],
+            schema=row["schema"],
+            doc=row["doc"],
+            dtypes=tuple(row["dtypes"]),
+            backends={c["backend"]: tuple(c["dtypes"]) for c in row["backends"]},
+        )
+        for row in core().ops()
+    ]
+
+
+def info() -> dict:
+    """Core version, the torch it was built for, plugin ABI and the plugin search path."""
+    return core().info()
+
+
+core()  # importing backplane defines torch.ops.backplane.*
+if os.environ.get("BACKPLANE_BACKENDS"):
+    load(os.environ["BACKPLANE_BACKENDS"])

@@ -1,0 +1,32 @@
+"""python -m backplane list|ops: the same views as the C++ `backplane` command."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import backplane
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m backplane")
+    parser.add_argument("command", choices=["list", "ops"])
+    parser.add_argument("--backends", default="", help="load these first (comma separated)")
+    args = parser.parse_args(argv)
+    try:
+        if args.backends:
+            backplane.load(args.backends)
+    except backplane.BackendError as e:
+        print(f"backplane: {e}", file=sys.stderr)
+        return 1
+    if args.command == "list":
+        for b in backplane.backends():
+            print(f"{b.name:10} {b.status:10} {b.dispatch_key or '-':12} {len(b.ops):3} ops  {b.reason or b.path}")
+    else:
+        for op in backplane.ops():
+            cells = " ".join(f"{name}:{'yes' if dtypes else 'MISSING'}" for name, dtypes in op.backends.items())
+            print(f"{op.name:14} {cells:40} {op.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

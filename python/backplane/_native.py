@@ -1,0 +1,119 @@
+"""Finding and opening libbackplane_core.so, and its C interface (ctypes).
+
+The core library defines every schema and Meta kernel (torch.ops.backplane.*) and
+owns the plugin loader; Python only forwards to it, so a backend loaded from Python
+and one loaded from C++ are the same record.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+
+import torch
+
+CORE_LIBRARY = "libbackplane_core.so"
+
+
+class BackendError(RuntimeError):
+    """A backend was named and could not be loaded; the message says what was tried and why."""
+
+
+def _candidate_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("BACKPLANE_LIB_DIR"):
+        dirs.append(Path(os.environ["BACKPLANE_LIB_DIR"]))
+    here = Path(__file__).resolve().parent
+    dirs.append(here / "lib")  # an installed package carries its libraries here
+    dirs.append(here.parent.parent / "build" / "lib")  # a source checkout after `make build`
+    return dirs
+
+
+def lib_dir() -> Path:
+    """The directory holding libbackplane_core.so (and, by default, the plugins)."""
+    tried = _candidate_dirs()
+    for d in tried:
+        if (d / CORE_LIBRARY).is_file():
+            return d
+    raise BackendError(
+        f"{CORE_LIBRARY} not found; looked in {[str(d) for d in tried]}. "
+        "Build it with `make build`, or set BACKPLANE_LIB_DIR to the directory that holds it."
+    )
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def _check_torch_matches(directory: Path) -> None:
+    # libtorch has no stable C++ ABI across minor releases: opening a core built for
+    # another torch fails with an undefined symbol at best. Say so plainly first.
+    info_path = directory / "backplane_build.json"
+    if not info_path.is_file():
+        return
+    built = json.loads(info_path.read_text())["torch_version"]
+    if _major_minor(built) != _major_minor(torch.__version__):
+        raise BackendError(
+            f"{directory / CORE_LIBRARY} was built against torch {_major_minor(built)}, "
+            f"this Python runs torch {_major_minor(torch.__version__)}; rebuild Backplane with this torch "
+            "(make build TORCH_PYTHON=...)"
+        )
+
+
+class _Core:
+    def __init__(self) -> None:
+        directory = lib_dir()
+        _check_torch_matches(directory)
+        path = str(directory / CORE_LIBRARY)
+        torch.ops.load_library(path)  # defines the schemas; torch keeps track of it
+        self.path = path
+        self._lib = ctypes.CDLL(path)  # the same handle again, for the C functions
+        # Strings come back malloc'd: taken as raw pointers so they can be freed.
+        out = ctypes.POINTER(ctypes.c_void_p)
+        for name, args in {
+            "backplane_c_load": [ctypes.c_char_p, ctypes.c_char_p, out],
+            "backplane_c_backends": [out],
+            "backplane_c_ops": [out],
+            "backplane_c_info": [out],
+        }.items():
+            fn = getattr(self._lib, name)
+            fn.argtypes = args
+            fn.restype = ctypes.c_int
+        self._lib.backplane_c_free.argtypes = [ctypes.c_void_p]
+        self._lib.backplane_c_free.restype = None
+
+    def _call(self, name: str, *args):
+        text = ctypes.c_void_p()
+        status = getattr(self._lib, name)(*args, ctypes.byref(text))
+        try:
+            value = ctypes.string_at(text.value).decode() if text.value else ""
+        finally:
+            self._lib.backplane_c_free(text)
+        if status == 1:
+            raise BackendError(value)
+        if status != 0:
+            raise RuntimeError(f"backplane core: {value}")
+        return json.loads(value)
+
+    def load(self, name: str, directory: str | None):
+        return self._call("backplane_c_load", name.encode(), directory.encode() if directory else None)
+
+    def backends(self):
+        return self._call("backplane_c_backends")
+
+    def ops(self):
+        return self._call("backplane_c_ops")
+
+    def info(self):
+        return self._call("backplane_c_info")
+
+
+_core: _Core | None = None
+
+
+def core() -> _Core:
+    global _core
+    if _core is None:
+        _core = _Core()
+    return _core

@@ -1,0 +1,45 @@
+"""Bad input raises the same Python exception, with the same message, eagerly on the CPU
+and under FakeTensorMode (what torch.compile and torch.export see)."""
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+ops = torch.ops.backplane
+
+CASES = [
+    (lambda: ops.add(torch.ones(3), torch.ones(3, dtype=torch.int64)), TypeError,
+     "backplane::add: argument 'b' has dtype int64, expected one of: float32, float64, float16, bfloat16"),
+    (lambda: ops.add(torch.ones(3), torch.ones(3, dtype=torch.float64)), TypeError,
+     "backplane::add: arguments 'a' and 'b' must share one dtype, found float32 and float64"),
+    (lambda: ops.add(torch.ones(2, 3), torch.ones(4)), ValueError,
+     "backplane::add: sizes of 'a' [2, 3] and 'b' [4] do not broadcast (dimension -1: 3 vs 4)"),
+    (lambda: ops.crop(torch.ones(3, 8, 8), [4, 0, 5, 8]), ValueError,
+     "backplane::crop: box [4, 0, 5, 8] does not fit img of sizes [3, 8, 8]"),
+    (lambda: ops.rms_norm(torch.ones(2, 8), torch.ones(7)), ValueError,
+     "backplane::rms_norm: weight must have sizes [8] (x's last dimension), found [7]"),
+    (lambda: ops.sin_out(torch.ones(5, 6), out=torch.empty(0)), ValueError,
+     "backplane::sin_out: argument 'out' has sizes [0], expected [5, 6] (the sizes of 'x')"),
+    (lambda: ops.scale_(torch.ones(1, 4).expand(3, 4), 2.0), ValueError,
+     "backplane::scale_: argument 'x' is written in place but has overlapping memory"),
+]
+
+
+@pytest.mark.parametrize("call,exc,message", CASES)
+def test_eager_error(call, exc, message):
+    with pytest.raises(exc) as err:
+        call()
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("call,exc,message", CASES)
+def test_fake_tensor_error_matches(call, exc, message):
+    with FakeTensorMode():
+        with pytest.raises(exc) as err:
+            call()
+    assert message in str(err.value)
+
+
+def test_no_silent_cross_device_computation():
+    # A meta tensor mixed with a CPU one: refused, not computed somewhere.
+    with pytest.raises(RuntimeError, match="must be on one device"):
+        ops.add(torch.ones(3, device="meta"), torch.ones(3))
