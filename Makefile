@@ -1,0 +1,32 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both set up what is
+# missing (Debian packages, a Python with torch), build, then run.
+#   BUILD=dir            build directory (default build)
+#   TORCH_PYTHON=path    use this Python's torch instead of .venv / python3
+#   BACKPLANE_CUDA=ON    require the CUDA plugin (AUTO: build it when nvcc and a CUDA torch are there)
+#   CMAKE_ARGS=...       more CMake options
+BUILD ?= build
+BACKPLANE_CUDA ?= AUTO
+GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
+
+.PHONY: setup build test demo bench clean
+
+setup:
+	@scripts/setup.sh $(BUILD)
+
+build: setup
+	cmake -S . -B $(BUILD) $(GENERATOR) -DBACKPLANE_PYTHON=$$(cat $(BUILD)/.python) \
+	  -DBACKPLANE_CUDA=$(BACKPLANE_CUDA) $(CMAKE_ARGS)
+	cmake --build $(BUILD) --parallel
+
+test: build
+	scripts/test.sh $(BUILD)
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+bench: build
+	$(BUILD)/bin/backplane_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json
+	$$(cat $(BUILD)/.python) bench/report.py $(BUILD)/bench.json
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Sets up what a build needs, on a fresh machine or an old one: Debian packages
+# (compiler, CMake, Ninja, GoogleTest, Google Benchmark, yaml-cpp) and a Python with
+# torch >= 2.11. Writes the chosen interpreter to $BUILD/.python.
+#
+# Python, first that works: $TORCH_PYTHON; .venv/bin/python; the active python3 if
+# it already has torch 2.11+ (the GPU machine: no network, torch preinstalled);
+# otherwise a new .venv with torch==$TORCH_VERSION (default 2.14.1, the CUDA build,
+# which also lets CI compile the CUDA plugin).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+TORCH_VERSION=${TORCH_VERSION:-2.14.1}
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# --- Debian packages -------------------------------------------------------------
+missing=()
+have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ]; }
+command -v g++ >/dev/null || missing+=(g++)
+command -v cmake >/dev/null || missing+=(cmake)
+command -v ninja >/dev/null || missing+=(ninja-build)
+have_header gtest/gtest.h || missing+=(libgtest-dev)
+have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
+have_header yaml-cpp/yaml.h || missing+=(libyaml-cpp-dev)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sudo="sudo"; else
+    echo "[setup] need root to install: ${missing[*]} (apt-get install ${missing[*]})" >&2; exit 1
+  fi
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
+
+# --- Python with torch ---------------------------------------------------------------
+torch_ok() {  # $1: interpreter; true when it imports torch >= 2.11
+  "$1" - <<'PY' 2>/dev/null
+import sys, torch
+major, minor = (int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+sys.exit(0 if (major, minor) >= (2, 11) else 1)
+PY
+}
+python=""
+if [ -n "${TORCH_PYTHON:-}" ]; then
+  torch_ok "$TORCH_PYTHON" || { echo "[setup] TORCH_PYTHON=$TORCH_PYTHON has no torch >= 2.11" >&2; exit 1; }
+  python=$TORCH_PYTHON
+elif [ -x .venv/bin/python ] && torch_ok .venv/bin/python; then
+  python=$PWD/.venv/bin/python
+elif command -v python3 >/dev/null && torch_ok "$(command -v python3)"; then
+  python=$(command -v python3)
+else
+  say "creating .venv with torch==$TORCH_VERSION (a few minutes the first time)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION"
+  python=$PWD/.venv/bin/python
+fi
+# Test and bench tools; on a machine without network they must already be there.
+if ! "$python" -c 'import pytest, numpy' 2>/dev/null; then
+  say "installing pytest and numpy into $python"
+  "$python" -m pip install -q --disable-pip-version-check pytest numpy
+fi
+mkdir -p "$BUILD"
+echo "$python" > "$BUILD/.python"
+say "python: $python (torch $("$python" -c 'import torch; print(torch.__version__)'))"
