@@ -46,13 +46,16 @@ std::vector<c10::SymInt> sizes_of(const at::Tensor& t) { return t.sym_sizes().ve
 OpContract::OpContract(std::string_view op_name) : def_(registry().find(op_name)) {
   TORCH_CHECK(def_ != nullptr, "backplane: no op named '", op_name, "' in the registry");
   qualified_name_ = std::string(kNamespace) + "::" + def_->name;
+  for (const auto& name : def_->tensor_args) tensor_positions_.push_back(def_->arg_index(name));
+  for (const auto& name : def_->shape.args) rule_positions_.push_back(def_->arg_index(name));
 }
 
 void OpContract::check_tensors(c10::ArrayRef<c10::IValue> args) const {
   const at::Tensor* first = nullptr;
   const std::string* first_name = nullptr;
-  for (const auto& name : def_->tensor_args) {
-    const at::Tensor& t = args[def_->arg_index(name)].toTensor();
+  for (size_t i = 0; i < tensor_positions_.size(); ++i) {
+    const std::string& name = def_->tensor_args[i];
+    const at::Tensor& t = args[tensor_positions_[i]].toTensor();
     TORCH_CHECK_VALUE(t.defined(), qualified_name_, ": argument '", name, "' is an undefined tensor");
     TORCH_CHECK_TYPE(def_->supports(t.scalar_type()), qualified_name_, ": argument '", name, "' has dtype ",
                      dtype_name(t.scalar_type()), ", expected one of: ", dtype_list(*def_));
@@ -75,7 +78,7 @@ std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) cons
                         def_->arg_names.size(), " arguments, got ", args.size());
   check_tensors(args);
   const ShapeRule& rule = def_->shape;
-  auto tensor = [&](size_t i) -> const at::Tensor& { return args[def_->arg_index(rule.args[i])].toTensor(); };
+  auto tensor = [&](size_t i) -> const at::Tensor& { return args[rule_positions_[i]].toTensor(); };
   switch (rule.kind) {
     case ShapeRuleKind::SameAs:
       return sizes_of(tensor(0));
@@ -85,17 +88,18 @@ std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) cons
       const at::Tensor& x = tensor(0);
       TORCH_CHECK_VALUE(at::has_internal_overlap(x) != at::MemOverlap::Yes, qualified_name_, ": argument '",
                         rule.args[0], "' is written in place but has overlapping memory (an expanded view, sizes ",
-                        x.sizes(), ", strides ", x.strides(), "); pass a tensor whose elements do not alias");
+                        x.sym_sizes(), ", strides ", x.sym_strides(), "); pass a tensor whose elements do not alias");
       return sizes_of(x);
     }
     case ShapeRuleKind::Out: {
       const at::Tensor& out = tensor(0);
       TORCH_CHECK_VALUE(at::has_internal_overlap(out) != at::MemOverlap::Yes, qualified_name_, ": argument '",
-                        rule.args[0], "' is written but has overlapping memory (sizes ", out.sizes(), ", strides ",
-                        out.strides(), ")");
-      for (const auto& name : def_->tensor_args) {
+                        rule.args[0], "' is written but has overlapping memory (sizes ", out.sym_sizes(), ", strides ",
+                        out.sym_strides(), ")");
+      for (size_t i = 0; i < tensor_positions_.size(); ++i) {
+        const std::string& name = def_->tensor_args[i];
         if (name == rule.args[0]) continue;
-        const at::Tensor& in = args[def_->arg_index(name)].toTensor();
+        const at::Tensor& in = args[tensor_positions_[i]].toTensor();
         TORCH_CHECK_VALUE(at::get_overlap_status(out, in) != at::MemOverlapStatus::Partial, qualified_name_,
                           ": argument '", rule.args[0], "' partially overlaps input '", name,
                           "'; it may be the same tensor or a separate one, not a shifted view of it");
@@ -118,7 +122,7 @@ std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) cons
 
 at::Tensor OpContract::new_output(c10::ArrayRef<c10::IValue> args) const {
   const std::vector<c10::SymInt> sizes = check(args);
-  const at::Tensor& first = args[def_->arg_index(def_->tensor_args[0])].toTensor();
+  const at::Tensor& first = args[tensor_positions_[0]].toTensor();
   return at::empty_symint(sizes, first.options().memory_format(c10::MemoryFormat::Contiguous));
 }
 

@@ -46,6 +46,9 @@ class BACKPLANE_API OpContract {
   void check_tensors(c10::ArrayRef<c10::IValue> args) const;
   const OpDef* def_;
   std::string qualified_name_;
+  // Argument positions, resolved once: this runs on every call of every kernel.
+  std::vector<int> tensor_positions_;  // def().tensor_args
+  std::vector<int> rule_positions_;    // def().shape.args
 };
 
 }  // namespace backplane
