@@ -4,6 +4,15 @@
 # manifest libbackplane_<name>.manifest.yaml: backplane_manifest opens the new
 # plugin in a separate process and records which registry ops it registered for
 # KEY, so the manifest cannot drift from the code.
+# Adds a post-build check that `target` loads libstdc++ dynamically
+# (see CheckDynamicLibstdcxx.cmake).
+function(backplane_check_dynamic_libstdcxx target)
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:${target}> -DREADELF=${CMAKE_READELF}
+            -P ${PROJECT_SOURCE_DIR}/cmake/CheckDynamicLibstdcxx.cmake
+    VERBATIM)
+endfunction()
+
 function(backplane_add_plugin name)
   cmake_parse_arguments(P "" "KEY;DIR" "SOURCES;LINK" ${ARGN})
   if(NOT P_DIR)
@@ -20,6 +29,7 @@ function(backplane_add_plugin name)
     LIBRARY_OUTPUT_DIRECTORY ${P_DIR}
     INSTALL_RPATH "$ORIGIN")
   add_dependencies(${target} backplane_manifest)
+  backplane_check_dynamic_libstdcxx(${target})
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND backplane_manifest --plugin $<TARGET_FILE:${target}> --name ${name} --key ${P_KEY}
             --version ${PROJECT_VERSION}

@@ -41,6 +41,11 @@ std::vector<c10::SymInt> broadcast_sizes(const OpContract& c, const std::string&
 
 std::vector<c10::SymInt> sizes_of(const at::Tensor& t) { return t.sym_sizes().vec(); }
 
+// Overlap is a question about real memory. Tensors with symbolic sizes (FakeTensor
+// under dynamic shapes) have none, and torch 2.11's overlap helpers call numel() on
+// them and throw; the real kernel checks when the op runs.
+bool has_memory_layout(const at::Tensor& t) { return !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides(); }
+
 }  // namespace
 
 OpContract::OpContract(std::string_view op_name) : def_(registry().find(op_name)) {
@@ -86,19 +91,19 @@ std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) cons
       return broadcast_sizes(*this, rule.args[0], tensor(0), rule.args[1], tensor(1));
     case ShapeRuleKind::InPlace: {
       const at::Tensor& x = tensor(0);
-      TORCH_CHECK_VALUE(at::has_internal_overlap(x) != at::MemOverlap::Yes, qualified_name_, ": argument '",
+      TORCH_CHECK_VALUE(!has_memory_layout(x) || at::has_internal_overlap(x) != at::MemOverlap::Yes, qualified_name_, ": argument '",
                         rule.args[0], "' is written in place but has overlapping memory (an expanded view, sizes ",
                         x.sym_sizes(), ", strides ", x.sym_strides(), "); pass a tensor whose elements do not alias");
       return sizes_of(x);
     }
     case ShapeRuleKind::Out: {
       const at::Tensor& out = tensor(0);
-      TORCH_CHECK_VALUE(at::has_internal_overlap(out) != at::MemOverlap::Yes, qualified_name_, ": argument '",
+      TORCH_CHECK_VALUE(!has_memory_layout(out) || at::has_internal_overlap(out) != at::MemOverlap::Yes, qualified_name_, ": argument '",
                         rule.args[0], "' is written but has overlapping memory (sizes ", out.sym_sizes(), ", strides ",
                         out.sym_strides(), ")");
       for (size_t i = 0; i < tensor_positions_.size(); ++i) {
         const std::string& name = def_->tensor_args[i];
-        if (name == rule.args[0]) continue;
+        if (name == rule.args[0] || !has_memory_layout(out)) continue;
         const at::Tensor& in = args[tensor_positions_[i]].toTensor();
         TORCH_CHECK_VALUE(at::get_overlap_status(out, in) != at::MemOverlapStatus::Partial, qualified_name_,
                           ": argument '", rule.args[0], "' partially overlaps input '", name,

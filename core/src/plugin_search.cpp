@@ -5,13 +5,18 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 
 namespace backplane {
 
+// By hand rather than std::regex: no locale is involved, so it cannot trip over a
+// libstdc++ linked statically into a neighbouring library.
 bool is_valid_backend_name(const std::string& name) {
-  static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
-  return std::regex_match(name, identifier) && name != "core";
+  auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !letter(name[0]) || name == "core") return false;
+  for (char c : name)
+    if (!letter(c) && !digit(c)) return false;
+  return true;
 }
 
 static std::string core_library_dir() {

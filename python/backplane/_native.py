@@ -21,9 +21,11 @@ class BackendError(RuntimeError):
 
 
 def _candidate_dirs() -> list[Path]:
-    dirs = []
+    # An explicit directory is the only one tried: falling back to another build
+    # would hide a wrong setting.
     if os.environ.get("BACKPLANE_LIB_DIR"):
-        dirs.append(Path(os.environ["BACKPLANE_LIB_DIR"]))
+        return [Path(os.environ["BACKPLANE_LIB_DIR"])]
+    dirs = []
     here = Path(__file__).resolve().parent
     dirs.append(here / "lib")  # an installed package carries its libraries here
     dirs.append(here.parent.parent / "build" / "lib")  # a source checkout after `make build`

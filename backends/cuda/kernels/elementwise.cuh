@@ -4,13 +4,17 @@
 //
 // Two kernels, picked per call from the merged layout (strided_indexing.cuh):
 // - vectorized: every operand is one unit-stride run and their addresses share one
-//   offset modulo 16. A scalar head brings them to 16-byte alignment, then each
-//   thread moves kUnroll 16-byte vectors per operand per step (64 bytes of reads in
-//   flight per input per thread, about 4 MiB per input on an H100 at full
-//   occupancy), grid-stride, then a scalar tail. 64-bit indices throughout.
+//   offset modulo 16. A scalar head brings them to 16-byte alignment, then each block
+//   moves tiles of kUnroll x 256 16-byte vectors per operand (thread t takes vectors
+//   t, t + 256, ...: coalesced, and one tile is 16 KiB of contiguous memory), one tile
+//   per block, then a scalar tail. 64 bytes of reads in flight per input per thread.
+//   64-bit indices throughout.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
 //   thread handles kUnroll elements, all loads issued before the first store, offsets
 //   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit.
+//   When the innermost dimension is unit-stride in every operand, a whole number of
+//   16-byte vectors long, and every other stride and every address 16-byte aligned
+//   (a row broadcast [T, H] + [H], an aligned crop), its elements are 16-byte vectors.
 // The output may be the same memory as an input (in place, or sin_out's out = x):
 // each element is read and written by one thread, its read first.
 #pragma once
@@ -52,7 +56,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int64_t nvec = (n - head) / V;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 
   const int64_t scalars = head + (n - head - nvec * V);
@@ -81,33 +84,45 @@ __global__ void __launch_bounds__(kBlockThreads)
     return y;
   };
 
-  int64_t i = tid;
-  for (; i + (kUnroll - 1) * step < nvec; i += kUnroll * step) {
+  constexpr int64_t kTile = static_cast<int64_t>(kBlockThreads) * kUnroll;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x; base < nvec;
+       base += static_cast<int64_t>(gridDim.x) * kTile) {
     vec_t x[kUnroll][NIN];
+    if (base + (kUnroll - 1) * kBlockThreads < nvec) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+      for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-      for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][i + u * step];
+        for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kBlockThreads];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) out_v[i + u * step] = compute(x[u]);
-  }
-  for (; i < nvec; i += step) {
-    vec_t x[NIN];
+      for (int u = 0; u < kUnroll; ++u) out_v[base + u * kBlockThreads] = compute(x[u]);
+    } else {  // the last, partial tile
 #pragma unroll
-    for (int k = 0; k < NIN; ++k) x[k] = in_v[k][i];
-    out_v[i] = compute(x);
+      for (int u = 0; u < kUnroll; ++u)
+        if (base + u * kBlockThreads < nvec)
+#pragma unroll
+          for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kBlockThreads];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (base + u * kBlockThreads < nvec) out_v[base + u * kBlockThreads] = compute(x[u]);
+    }
   }
 }
 
-// Operand 0 of `calc` is the output, operand k + 1 is input k.
-template <typename scalar_t, int NIN, typename index_t, typename Func>
+// Operand 0 of `calc` is the output, operand k + 1 is input k. Items are W-element
+// vectors (W = 1: single elements); calc's sizes, strides and n count vectors.
+template <typename scalar_t, int W, int NIN, typename index_t, typename Func>
 __global__ void __launch_bounds__(kBlockThreads)
     strided_kernel(Func f, scalar_t* out, PtrArray<scalar_t, NIN> in, OffsetCalculator<NIN + 1, index_t> calc,
                    index_t n) {
+  using item_t = Vector<scalar_t, W>;
+  auto* out_w = reinterpret_cast<item_t*>(out);
+  const item_t* in_w[NIN];
+#pragma unroll
+  for (int k = 0; k < NIN; ++k) in_w[k] = reinterpret_cast<const item_t*>(in[k]);
   constexpr index_t kTile = static_cast<index_t>(kBlockThreads) * kUnroll;
   const index_t step = static_cast<index_t>(gridDim.x) * kTile;
   for (index_t base = static_cast<index_t>(blockIdx.x) * kTile; base < n; base += step) {
-    scalar_t v[kUnroll][NIN];
+    item_t v[kUnroll][NIN];
     index_t out_offset[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -116,15 +131,63 @@ __global__ void __launch_bounds__(kBlockThreads)
         const auto offsets = calc.get(i);
         out_offset[u] = offsets[0];
 #pragma unroll
-        for (int k = 0; k < NIN; ++k) v[u][k] = in[k][offsets[k + 1]];
+        for (int k = 0; k < NIN; ++k) v[u][k] = in_w[k][offsets[k + 1]];
       }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
-      if (i < n) out[out_offset[u]] = apply<scalar_t, NIN>(f, v[u]);
+      if (i < n) {
+        item_t y;
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          scalar_t x[NIN];
+#pragma unroll
+          for (int k = 0; k < NIN; ++k) x[k] = v[u][k].v[e];
+          y.v[e] = apply<scalar_t, NIN>(f, x);
+        }
+        out_w[out_offset[u]] = y;
+      }
     }
   }
+}
+
+// The layout in units of W-element vectors, or false when some operand's innermost
+// dimension is not unit-stride whole vectors, or another stride or an address is not
+// 16-byte aligned.
+template <typename scalar_t, int N>
+bool as_vectors(StridedLayout<N>& layout, const std::array<const void*, N>& ptrs) {
+  constexpr int64_t W = kVectorWidth<scalar_t>;
+  if (layout.ndim < 2 || layout.sizes[0] % W != 0) return false;
+  for (int k = 0; k < N; ++k) {
+    if (layout.strides[0][k] != 1 || !is_vector_aligned(ptrs[k])) return false;
+    for (int d = 1; d < layout.ndim; ++d)
+      if (layout.strides[d][k] % W != 0) return false;
+  }
+  layout.sizes[0] /= W;
+  for (int k = 0; k < N; ++k)
+    for (int d = 1; d < layout.ndim; ++d) layout.strides[d][k] /= W;
+  return true;
+}
+
+template <typename scalar_t, int W, int NIN, typename Func>
+void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NIN + 1>& layout, scalar_t* out,
+                    const PtrArray<scalar_t, NIN>& in, Func f) {
+  constexpr int N = NIN + 1;
+  const int64_t n = layout.numel();
+  if (layout.fits_32bit()) {
+    static PerDeviceCache cache;
+    const auto kernel = strided_kernel<scalar_t, W, NIN, unsigned int, Func>;
+    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
+    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+        f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
+  } else {
+    static PerDeviceCache cache;
+    const auto kernel = strided_kernel<scalar_t, W, NIN, int64_t, Func>;
+    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
+    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, int64_t>(layout), n);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Runs f over `sizes` (numel > 0). `op` names the op in errors. The caller holds a
@@ -152,28 +215,24 @@ void launch_elementwise(std::string_view op, c10::DeviceIndex device, cudaStream
   if (same_misalignment) {
     const int64_t head =
         std::min<int64_t>(n, (kVectorBytes - misalignment(out)) % kVectorBytes / static_cast<int64_t>(sizeof(scalar_t)));
-    static PerDeviceCache cache;
-    const auto kernel = vectorized_kernel<scalar_t, NIN, Func>;
+    // One tile per block (the grid-stride loop only matters past 2^31 - 1 blocks).
+    // Measured on an H100 (bench/RESULTS.md): a grid of only the resident blocks,
+    // looping grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per
+    // block 98-101%. Streaming cache hints (__ldcs/__stcs) changed nothing.
     const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
-    const int64_t grid =
-        blocks_for(vectors, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
-    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in_ptrs, n, head);
+    const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
+    vectorized_kernel<scalar_t, NIN, Func>
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in_ptrs, n, head);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  if (layout.fits_32bit()) {
-    static PerDeviceCache cache;
-    const auto kernel = strided_kernel<scalar_t, NIN, unsigned int, Func>;
-    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
-    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
-        f, out, in_ptrs, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
-  } else {
-    static PerDeviceCache cache;
-    const auto kernel = strided_kernel<scalar_t, NIN, int64_t, Func>;
-    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
-    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in_ptrs, OffsetCalculator<N, int64_t>(layout), n);
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  std::array<const void*, N> ptrs;
+  ptrs[0] = out;
+  for (int k = 0; k < NIN; ++k) ptrs[k + 1] = in[k];
+  if (as_vectors<scalar_t, N>(layout, ptrs))
+    launch_strided<scalar_t, kVectorWidth<scalar_t>, NIN>(device, stream, layout, out, in_ptrs, f);
+  else
+    launch_strided<scalar_t, 1, NIN>(device, stream, layout, out, in_ptrs, f);
 }
 
 }  // namespace backplane::cuda

@@ -11,7 +11,7 @@ namespace backplane::cuda {
 
 at::Tensor identity_conv(const at::Tensor& x);
 at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha);
-at::Tensor& scale_(at::Tensor& x, double s);
+void scale_(at::Tensor& x, double s);
 void sin_out(const at::Tensor& x, at::Tensor& out);
 at::Tensor crop(const at::Tensor& img, at::IntArrayRef box);
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);

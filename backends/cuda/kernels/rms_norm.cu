@@ -4,17 +4,19 @@
 // Three kernels, picked per call:
 // - warp per row (rows of at most 128 16-byte vectors: 512 float32, 1024 bfloat16):
 //   8 rows per 256-thread block, shuffles only, no barrier.
-// - block per row (up to 8192 vectors: 32768 float32, 65536 bfloat16, 16384 float64):
-//   each thread loads its kVecs vectors of the row at once (the whole row in flight),
-//   keeps them in registers, block-sums the squares, then scales and stores them, so
-//   x is read from memory once. 256 threads up to 4096 vectors, 512 beyond.
+// - block per row (up to 4096 vectors: 16384 float32, 32768 bfloat16, 8192 float64):
+//   each thread loads its kVecs (<= 8) vectors of the row at once (the whole row in
+//   flight), keeps them in registers, block-sums the squares, then scales and stores
+//   them, so x is read from memory once. At most 256 threads up to 2048 vectors (all
+//   of hidden 8192 in float32), at most 512 beyond; more vectors per thread would
+//   spill registers.
 // Both need a unit last-dimension stride, rows and weight 16-byte aligned and a row
 // length that is a multiple of the vector width.
 // - strided (anything else: a strided or transposed last dimension, odd lengths,
 //   misaligned rows, a strided weight, longer rows): one block per row, two passes
 //   over the row with scalar loads (the second mostly from L2).
 // Rows may have any strides in their leading dimensions (padded, offset, expanded):
-// row r starts at rows_of_x.get(r) in x; y is contiguous, row r at r * n.
+// row r starts at rows_of_x.offset(r) in x; y is contiguous, row r at r * n.
 #include "launch_config.cuh"
 #include "ops.h"
 #include "row_reduce.cuh"
@@ -38,7 +40,32 @@ constexpr int kRowThreads = 256;
 constexpr int kMaxRowThreads = 512;
 constexpr int kMaxRowWarps = kMaxRowThreads / kWarpSize;
 constexpr int kMaxWarpVecs = 4;     // warp per row up to 32 * 4 vectors
-constexpr int kMaxBlockVecs = 16;   // block per row up to 512 * 16 vectors
+constexpr int kMaxBlockVecs = 8;    // block per row up to 512 * 8 vectors
+
+// Row r (an index over every dimension but the last, row-major) -> offset of its first
+// element in x. Once per row, so the general case loops without unrolling (64-bit
+// division); rows that merge to one dimension (the usual case) take one multiply.
+struct RowIndexer {
+  explicit RowIndexer(const StridedLayout<1>& rows) : ndim(rows.ndim) {
+    for (int d = 0; d < ndim; ++d) {
+      sizes[d] = rows.sizes[d];
+      strides[d] = rows.strides[d][0];
+    }
+  }
+  __device__ __forceinline__ int64_t offset(int64_t r) const {
+    if (ndim <= 1) return ndim == 0 ? 0 : r * strides[0];
+    int64_t off = 0;
+#pragma unroll 1
+    for (int d = 0; d < ndim; ++d) {
+      off += (r % sizes[d]) * strides[d];
+      r /= sizes[d];
+    }
+    return off;
+  }
+  int ndim;
+  int64_t sizes[kMaxDims];  // innermost first
+  int64_t strides[kMaxDims];
+};
 
 template <typename scalar_t>
 struct RmsNormParams {
@@ -46,7 +73,7 @@ struct RmsNormParams {
   const scalar_t* x;
   const scalar_t* w;
   scalar_t* y;
-  OffsetCalculator<1, int64_t> rows_of_x;
+  RowIndexer rows_of_x;
   int64_t rows;
   int64_t n;         // row length
   int64_t x_stride;  // along a row (strided kernel only)
@@ -93,7 +120,7 @@ __global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(RmsNormParam
   const int64_t warps = blockDim.x / kWarpSize;
   const auto* w = reinterpret_cast<const vec_t*>(p.w);
   for (int64_t r = blockIdx.x * warps + threadIdx.x / kWarpSize; r < p.rows; r += gridDim.x * warps) {
-    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.get(r)[0]);
+    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.offset(r));
     vec_t row[kVecs];
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
@@ -121,7 +148,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_block_kernel(RmsNormP
   const auto* w = reinterpret_cast<const vec_t*>(p.w);
   int parity = 0;
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
-    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.get(r)[0]);
+    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.offset(r));
     vec_t row[kVecs];
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -149,7 +176,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_strided_kernel(RmsNor
   __shared__ acc_t scratch[2][kMaxRowWarps];
   int parity = 0;
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
-    const scalar_t* x = p.x + p.rows_of_x.get(r)[0];
+    const scalar_t* x = p.x + p.rows_of_x.offset(r);
     acc_t ss = 0;
     for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
       const acc_t v = static_cast<acc_t>(x[i * p.x_stride]);
@@ -209,7 +236,7 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
   const RmsNormParams<scalar_t> p{x.const_data_ptr<scalar_t>(),
                                   weight.const_data_ptr<scalar_t>(),
                                   out.mutable_data_ptr<scalar_t>(),
-                                  OffsetCalculator<1, int64_t>(rows),
+                                  RowIndexer(rows),
                                   out.numel() / n,
                                   n,
                                   x.stride(-1),
@@ -233,8 +260,6 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
     launch_block<scalar_t, 2>(p, nvec, stream);
   } else if (nvec <= 4 * kRowThreads) {
     launch_block<scalar_t, 4>(p, nvec, stream);
-  } else if (nvec <= 8 * kRowThreads) {
-    launch_block<scalar_t, 8>(p, nvec, stream);
   } else {
     launch_block<scalar_t, kMaxBlockVecs>(p, nvec, stream);
   }

@@ -34,14 +34,13 @@ void launch_scale(std::string_view op, at::Tensor& x, double s) {
 
 }  // namespace
 
-at::Tensor& scale_(at::Tensor& x, double s) {
+void scale_(at::Tensor& x, double s) {
   static const OpContract contract("scale_");
   contract.check({x, s});
-  if (x.numel() == 0) return x;
+  if (x.numel() == 0) return;
   const c10::cuda::CUDAGuard guard(x.device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_scale__cuda",
                                   [&] { launch_scale<scalar_t>(contract.qualified_name(), x, s); });
-  return x;
 }
 
 }  // namespace backplane::cuda

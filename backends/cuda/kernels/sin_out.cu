@@ -1,5 +1,5 @@
-// sin_out: out = sin(x), out resized first by the contract (resize_output semantics).
-// sin is CUDA's sinf/sin (full-range, not the fast intrinsic __sinf), computed in
+// sin_out: out = sin(x); the contract checks that out already has x's sizes (it is
+// never resized). sin is CUDA's sinf/sin (full-range, not the fast intrinsic __sinf), computed in
 // opmath for float16 and bfloat16. out may be x itself, or strided.
 #include "elementwise.cuh"
 #include "ops.h"
@@ -38,7 +38,7 @@ void launch_sin(std::string_view op, const at::Tensor& x, at::Tensor& out) {
 
 void sin_out(const at::Tensor& x, at::Tensor& out) {
   static const OpContract contract("sin_out");
-  contract.prepare_out({x, out});
+  contract.check_out({x, out});
   if (out.numel() == 0) return;
   const c10::cuda::CUDAGuard guard(out.device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_sin_out_cuda",
