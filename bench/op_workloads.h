@@ -1,0 +1,16 @@
+// The op rows: every registry op at several sizes on one backend, each beside its
+// PyTorch equivalent on the same device, and copy_ rows as the device's bandwidth
+// reference. Rows are named <op>/<backend>/<impl>/<size> so a reader can group them:
+//   add/cpu/backplane/1048576   add/cpu/torch/1048576   copy_/cpu/torch/1048576
+//   rms_norm/cpu/torch_composite/256x4096_bfloat16
+// Elementwise sizes are element counts of float32 tensors; rms_norm sizes are
+// tokens x hidden with the dtype.
+#pragma once
+
+#include "backend_selection.h"
+
+namespace backplane::bench {
+
+void register_op_benchmarks(const SelectedBackend& backend);
+
+}  // namespace backplane::bench

@@ -1,0 +1,117 @@
+#include "workload_timing.h"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace backplane::bench {
+namespace {
+
+constexpr int kWarmupCalls = 3;
+// Calls per timed batch on a device are chosen so one batch lasts about this long:
+// long enough that event resolution and the gap after each sync do not count.
+constexpr double kTargetBatchSeconds = 1e-3;
+constexpr int64_t kMaxBatch = 4096;
+
+// Times batches of calls on one device stream with device events. A runtime that has
+// no events or no elapsed time between them (the interface's defaults throw) falls back
+// to synchronize + steady_clock around the whole batch: host time, which includes the
+// final sync, so it reads slightly slow for short batches; such rows say host_timed=1.
+class DeviceBatchTimer {
+ public:
+  explicit DeviceBatchTimer(c10::Device device)
+      : impl_(c10::impl::getDeviceGuardImpl(device.type())),
+        stream_(impl_->getStream(device)),
+        start_(device.type(), c10::EventFlag::BACKEND_DEFAULT),
+        stop_(device.type(), c10::EventFlag::BACKEND_DEFAULT) {
+    try {
+      start_.record(stream_);
+      stop_.record(stream_);
+      stop_.synchronize();
+      start_.elapsedTime(stop_);
+      use_events_ = true;
+    } catch (const c10::Error&) {
+      use_events_ = false;
+    }
+  }
+
+  // Seconds that `calls` calls of step take on the device.
+  double time_batch(const std::function<void()>& step, int64_t calls) {
+    // One untimed call ahead of the start event keeps the device busy while the host
+    // queues the timed calls, so the launch latency after the previous sync is not
+    // counted as device time.
+    step();
+    if (use_events_) {
+      start_.record(stream_);
+      for (int64_t i = 0; i < calls; ++i) step();
+      stop_.record(stream_);
+      stop_.synchronize();
+      return start_.elapsedTime(stop_) * 1e-3;  // elapsedTime is in milliseconds
+    }
+    impl_->synchronizeStream(stream_);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < calls; ++i) step();
+    impl_->synchronizeStream(stream_);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  bool uses_events() const { return use_events_; }
+
+ private:
+  const c10::impl::DeviceGuardImplInterface* impl_;
+  c10::Stream stream_;
+  c10::Event start_, stop_;
+  bool use_events_ = false;
+};
+
+void run_on_cpu(benchmark::State& state, const Workload& w) {
+  for (int i = 0; i < kWarmupCalls; ++i) w.step();
+  for (auto _ : state) w.step();
+}
+
+void run_on_device(benchmark::State& state, c10::Device device, const Workload& w) {
+  const c10::DeviceGuard guard(device);
+  DeviceBatchTimer timer(device);
+  timer.time_batch(w.step, kWarmupCalls);
+  // Size the batch from a measured one: one call per batch for 1 GiB tensors, hundreds
+  // for 1K elements, where a single call is mostly launch latency.
+  const double per_call = timer.time_batch(w.step, 16) / 16;
+  const auto wanted = static_cast<int64_t>(std::ceil(kTargetBatchSeconds / std::max(per_call, 1e-9)));
+  const int64_t batch = std::clamp<int64_t>(wanted, 1, kMaxBatch);
+  for (auto _ : state) state.SetIterationTime(timer.time_batch(w.step, batch) / static_cast<double>(batch));
+  state.counters["calls_per_batch"] = static_cast<double>(batch);
+  if (!timer.uses_events()) state.counters["host_timed"] = 1;
+}
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+}  // namespace
+
+benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [device, make = std::move(make)](benchmark::State& state) {
+    try {
+      const Workload w = make(device);
+      if (device.is_cpu()) run_on_cpu(state, w);
+      else run_on_device(state, device, w);
+      state.SetBytesProcessed(state.iterations() * w.bytes);
+      state.SetItemsProcessed(state.iterations() * w.elements);
+      state.SetLabel(w.label);
+    } catch (const std::exception& e) {
+      state.SkipWithError(message_of(e).c_str());
+    }
+  });
+  b->Unit(benchmark::kMicrosecond);
+  if (device.is_cpu()) b->UseRealTime();
+  else b->UseManualTime();
+  return b;
+}
+
+}  // namespace backplane::bench
