@@ -1,4 +1,5 @@
 #include "ops.h"
+#include "row_indexer.h"
 
 #include <backplane/op_contract.h>
 
@@ -14,25 +15,6 @@ namespace backplane::cpu::CPU_CAPABILITY {
 namespace {
 
 using at::vec::Vectorized;
-
-// Element offset of row r (an index over every dimension but the last), for any
-// strides of the leading dimensions: padded, offset and expanded rows need no copy.
-class RowIndexer {
- public:
-  explicit RowIndexer(const at::Tensor& x)
-      : sizes_(x.sizes().begin(), x.sizes().end() - 1), strides_(x.strides().begin(), x.strides().end() - 1) {}
-  int64_t offset(int64_t r) const {
-    int64_t off = 0;
-    for (int64_t d = static_cast<int64_t>(sizes_.size()) - 1; d >= 0; --d) {
-      off += (r % sizes_[d]) * strides_[d];
-      r /= sizes_[d];
-    }
-    return off;
-  }
-
- private:
-  std::vector<int64_t> sizes_, strides_;
-};
 
 template <typename scalar_t>
 constexpr bool kReduced = !std::is_same_v<scalar_t, at::opmath_type<scalar_t>>;
