@@ -135,7 +135,12 @@ def main():
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--json", help="write the figures here too")
     parser.add_argument("--only", choices=["elementwise"], help="run only this part")
+    parser.add_argument("--plot", help="draw GB/s against size (elementwise rows) into this PNG")
+    parser.add_argument("--from-json", help="with --plot: draw from a saved --json instead of measuring")
     args = parser.parse_args()
+    if args.from_json:
+        plot(json.loads(Path(args.from_json).read_text()), args.plot)
+        return
     backplane.load(args.device)
     result = {
         "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
@@ -153,6 +158,36 @@ def main():
     print_elementwise(result)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
+    if args.plot:
+        plot(result, args.plot)
+
+
+def plot(result, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("--plot needs matplotlib (pip install matplotlib); no plot written")
+        return
+    rows = result["elementwise"]
+    mib = [r["MiB"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, style in [("identity_conv", "o-"), ("clone", "o--"), ("add", "s-"), ("torch.add", "s--"), ("copy_", "k:")]:
+        ax.plot(mib, [r[name]["GBps"] for r in rows], style, label=name)
+    for r in result.get("rms_norm", []):
+        ax.plot([2 * r["tokens"] * r["hidden"] * (4 if r["dtype"] == "float32" else 2) / 2**20],
+                [r["backplane"]["GBps"]], "^", label=f"rms_norm {r['tokens']}x{r['hidden']} {r['dtype']}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tensor size (MiB, one input)")
+    ax.set_ylabel("GB/s (bytes read + written)")
+    ax.set_title(f"backplane vs PyTorch\n{result['device']}, torch {result['torch']}, {result['date']}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot written to {path}")
 
 
 def print_overhead_and_norm(result):

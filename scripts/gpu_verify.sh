@@ -3,7 +3,8 @@
 # plugin, run the conformance suite and the CUDA pytest cases, take the Python-side
 # figures, then compute-sanitizer memcheck and racecheck over the CUDA conformance
 # suite. Logs go to $OUT (the device tool's output folder) or ./gpu-out.
-#   YAML_CPP_DIR=dir   a yaml-cpp CMake package to use where the machine has none
+#   YAML_CPP_DIR=dir   a yaml-cpp CMake package where the machine has none
+#                      (scripts/pack_yaml_cpp.sh makes one in .gpu/yaml-cpp; carry .gpu)
 # The machine's default CXX links libstdc++ statically, which crashes in Python
 # (cmake/CheckDynamicLibstdcxx.cmake): build with the system g++.
 set -uo pipefail
