@@ -16,7 +16,8 @@ set(BACKPLANE_PYTHON "python3" CACHE STRING "Python interpreter whose torch Back
 execute_process(
   COMMAND "${BACKPLANE_PYTHON}" -c [=[
 import os, torch
-root = os.path.dirname(torch.__file__)
+# cmake_prefix_path is <torch>/share/cmake; headers and libraries sit beside it.
+root = os.path.dirname(os.path.dirname(torch.utils.cmake_prefix_path))
 print(torch.__version__.split('+')[0])
 print(torch.utils.cmake_prefix_path)
 print(os.path.join(root, 'include'))
