@@ -63,6 +63,31 @@ std::string ops_json() {
   return json::array(rows);
 }
 
+// The registry's custom classes, for the Python package's generated fake classes.
+std::string classes_json() {
+  std::vector<std::string> items;
+  for (const ClassDef& cls : registry().classes()) {
+    std::vector<std::string> state, methods;
+    for (const auto& f : cls.state) state.push_back(json::Object().str("name", f.name).str("type", f.type).done());
+    for (const auto& m : cls.methods)
+      methods.push_back(json::Object()
+                            .str("name", m.name)
+                            .str("schema", m.schema)
+                            .str("doc", m.doc)
+                            .str("kind", m.kind == MethodDef::Kind::CallsOp ? "calls" : "returns")
+                            .str("target", m.target)
+                            .done());
+    items.push_back(json::Object()
+                        .str("name", cls.name)
+                        .str("doc", cls.doc)
+                        .str("init", cls.init)
+                        .raw("state", json::array(state))
+                        .raw("methods", json::array(methods))
+                        .done());
+  }
+  return json::array(items);
+}
+
 template <typename Fn>
 int guarded(char** out, Fn&& fn) {
   try {
@@ -98,6 +123,10 @@ __attribute__((visibility("default"))) int backplane_c_backends(char** out) {
 
 __attribute__((visibility("default"))) int backplane_c_ops(char** out) {
   return backplane::guarded(out, [] { return backplane::ops_json(); });
+}
+
+__attribute__((visibility("default"))) int backplane_c_classes(char** out) {
+  return backplane::guarded(out, [] { return backplane::classes_json(); });
 }
 
 __attribute__((visibility("default"))) int backplane_c_info(char** out) {

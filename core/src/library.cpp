@@ -4,6 +4,8 @@
 #include <backplane/op_contract.h>
 #include <backplane/registry.h>
 
+#include "custom_classes.h"
+
 #include <torch/library.h>
 
 #include <memory>
@@ -53,6 +55,7 @@ TORCH_LIBRARY(backplane, m) {
     m.impl(op.name.c_str(), torch::dispatch(c10::DispatchKey::Meta, torch::CppFunction::makeFromBoxedFunctor(
                                                                          std::make_unique<RuleMetaKernel>(op.name))));
   }
+  detail::define_classes(m, registry());
 }
 
 }  // namespace backplane

@@ -3,6 +3,8 @@
 
 #include "registry_sources.h"
 
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
+
 #include <algorithm>
 
 namespace backplane {
@@ -36,8 +38,56 @@ void Registry::add(OpDef op) {
   ops_.push_back(std::move(op));
 }
 
+const ClassField* ClassDef::field(std::string_view name) const {
+  for (const auto& f : state)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+const ClassDef* Registry::find_class(std::string_view name) const {
+  for (const auto& cls : classes_)
+    if (cls.name == name) return &cls;
+  return nullptr;
+}
+
+void Registry::add_class(ClassDef cls) {
+  if (const ClassDef* first = find_class(cls.name))
+    throw RegistryError(cls.where, "duplicate class '" + cls.name + "'; first defined at " + first->where.str());
+  classes_.push_back(std::move(cls));
+}
+
 void Registry::merge(Registry&& other) {
   for (auto& op : other.ops_) add(std::move(op));
+  for (auto& cls : other.classes_) add_class(std::move(cls));
+}
+
+namespace {
+std::string types_of(const std::vector<c10::Argument>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : ", ") + a.type()->str();
+  return "(" + out + ")";
+}
+}  // namespace
+
+void Registry::check_classes() const {
+  for (const ClassDef& cls : classes_) {
+    for (const MethodDef& m : cls.methods) {
+      if (m.kind != MethodDef::Kind::CallsOp) continue;
+      const OpDef* op = find(m.target);
+      if (op == nullptr)
+        throw RegistryError(m.where, "method '" + cls.name + "." + m.name + "' calls '" + m.target +
+                                         "', which is not an op of the registry");
+      // The method forwards its arguments to the op as they come, so both must take
+      // and return the same types in the same order.
+      const auto method = torch::jit::parseSchema(m.schema);
+      const auto target = torch::jit::parseSchema(op->schema);
+      const std::string want = types_of(target.arguments()) + " -> " + types_of(target.returns());
+      const std::string got = types_of(method.arguments()) + " -> " + types_of(method.returns());
+      if (want != got)
+        throw RegistryError(m.where, "method '" + cls.name + "." + m.name + "' calls op '" + m.target +
+                                         "', so it must take and return what the op does: " + want + "; found " + got);
+    }
+  }
 }
 
 const std::map<std::string, c10::ScalarType>& dtype_names() {
@@ -62,6 +112,7 @@ const Registry& registry() {
   static const Registry parsed = [] {
     Registry all;
     for (const auto& source : detail::registry_sources()) all.merge(parse_registry(source.text, source.file));
+    all.check_classes();
     return all;
   }();
   return parsed;

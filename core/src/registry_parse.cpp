@@ -3,6 +3,7 @@
 #include <backplane/registry.h>
 
 #include "shape_rules/shape_rules.h"
+#include "yaml_location.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <yaml-cpp/yaml.h>
@@ -14,21 +15,8 @@
 namespace backplane {
 namespace {
 
-SourceLocation at(const std::string& file, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null()) return {file, 0, 0};
-  return {file, mark.line + 1, mark.column + 1};
-}
-
-const char* kind_name(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "an undefined node";
-  }
-}
+using detail::at;
+using detail::kind_name;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -236,20 +224,27 @@ Registry parse_registry(const std::string& text, const std::string& file) {
     throw RegistryError({file, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
   }
   if (!root.IsMap())
-    throw RegistryError(at(file, root), std::string("expected a mapping with an 'ops' list at the top, found ") +
+    throw RegistryError(at(file, root), std::string("expected a mapping with an 'ops' or 'classes' list at the top, found ") +
                                             kind_name(root));
   for (const auto& entry : root) {
     const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-    if (key == "classes")
-      throw RegistryError(at(file, entry.first), "key 'classes' (custom classes) is reserved for later work and not supported yet");
-    if (key != "ops") throw RegistryError(at(file, entry.first), "unknown top-level key '" + key + "'; expected: ops");
+    if (key != "ops" && key != "classes")
+      throw RegistryError(at(file, entry.first), "unknown top-level key '" + key + "'; expected: ops, classes");
   }
-  const YAML::Node ops = root["ops"];
-  if (!ops) throw RegistryError(at(file, root), "missing top-level key 'ops'");
-  if (!ops.IsSequence())
-    throw RegistryError(at(file, ops), std::string("expected 'ops' to be a list, found ") + kind_name(ops));
   Registry out;
-  for (const auto& node : ops) out.add(OpParser(file, node).parse());
+  const YAML::Node ops = root["ops"];
+  const YAML::Node classes = root["classes"];
+  if (!ops && !classes) throw RegistryError(at(file, root), "expected a top-level 'ops' or 'classes' list, found neither");
+  if (ops) {
+    if (!ops.IsSequence())
+      throw RegistryError(at(file, ops), std::string("expected 'ops' to be a list, found ") + kind_name(ops));
+    for (const auto& node : ops) out.add(OpParser(file, node).parse());
+  }
+  if (classes) {
+    if (!classes.IsSequence())
+      throw RegistryError(at(file, classes), std::string("expected 'classes' to be a list, found ") + kind_name(classes));
+    for (const auto& node : classes) out.add_class(detail::parse_class(file, node));
+  }
   return out;
 }
 

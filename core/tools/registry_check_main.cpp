@@ -19,10 +19,11 @@ int main(int argc, char** argv) {
       text << in.rdbuf();
       all.merge(backplane::parse_registry(text.str(), argv[i]));
     }
+    all.check_classes();
   } catch (const backplane::RegistryError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   }
-  std::cout << "registry: " << all.ops().size() << " ops OK\n";
+  std::cout << "registry: " << all.ops().size() << " ops, " << all.classes().size() << " classes OK\n";
   return 0;
 }

@@ -54,15 +54,11 @@ TEST(Registry, ParsesAValidOp) {
 TEST(RegistryErrors, InvalidYaml) { expect_error("ops: [\n", "test.yaml:2:1", "invalid YAML"); }
 
 TEST(RegistryErrors, TopLevelNotAMapping) {
-  expect_error("- a\n- b\n", "test.yaml:1:1", "expected a mapping with an 'ops' list at the top, found a list");
+  expect_error("- a\n- b\n", "test.yaml:1:1", "expected a mapping with an 'ops' or 'classes' list at the top, found a list");
 }
 
 TEST(RegistryErrors, UnknownTopLevelKey) {
-  expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: ops");
-}
-
-TEST(RegistryErrors, ClassesAreReserved) {
-  expect_error("ops: []\nclasses: []\n", "test.yaml:2:1", "key 'classes' (custom classes) is reserved");
+  expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: ops, classes");
 }
 
 TEST(RegistryErrors, BadSchema) {

@@ -67,19 +67,59 @@ struct BACKPLANE_API OpDef {
   bool supports(c10::ScalarType dtype) const;
 };
 
+// A custom class (torchbind): torch.classes.backplane.<name>. Its state is its
+// constructor's arguments, and each method either calls a registry op with the
+// method's arguments (so it runs on the backend of its tensors) or returns one
+// state field. That closed set is what lets the core register the class and the
+// Python package make its fake class from the same YAML, with no hand-written code.
+struct BACKPLANE_API MethodDef {
+  enum class Kind { CallsOp, ReturnsField };
+  std::string name;    // "forward"
+  std::string schema;  // as written, without self: "forward(Tensor x) -> Tensor"
+  std::string doc;
+  Kind kind = Kind::CallsOp;
+  std::string target;  // the op (CallsOp) or the state field (ReturnsField)
+  SourceLocation where;
+};
+
+struct BACKPLANE_API ClassField {
+  std::string name;
+  std::string type;  // int, float, bool or str
+};
+
+struct BACKPLANE_API ClassDef {
+  std::string name;  // "IdentityConv"
+  std::string doc;
+  std::string init;  // the constructor's arguments as written: "(int channels)"
+  std::vector<ClassField> state;  // the constructor's arguments, in order
+  std::vector<MethodDef> methods;
+  SourceLocation where;
+
+  const ClassField* field(std::string_view name) const;
+};
+
 class BACKPLANE_API Registry {
  public:
   const std::vector<OpDef>& ops() const { return ops_; }
+  const std::vector<ClassDef>& classes() const { return classes_; }
   const OpDef* find(std::string_view name) const;
-  // Adds the ops of one parsed file; a name already present is an error naming both places.
+  const ClassDef* find_class(std::string_view name) const;
+  // Adds the ops and classes of one parsed file; a name already present is an error
+  // naming both places.
   void merge(Registry&& other);
   void add(OpDef op);
+  void add_class(ClassDef cls);
+  // Cross-file checks, once every file is merged: each method that calls an op names
+  // an op of the registry with the same argument and return types.
+  void check_classes() const;
 
  private:
   std::vector<OpDef> ops_;
+  std::vector<ClassDef> classes_;
 };
 
-// Parses one registry document. `file` names it in errors. Throws RegistryError.
+// Parses one registry document (ops and classes; check_classes() needs the merged
+// registry). `file` names it in errors. Throws RegistryError.
 BACKPLANE_API Registry parse_registry(const std::string& text, const std::string& file);
 
 // The registry compiled into this library from registry/*.yaml.
