@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ._native import BackendError, core, lib_dir
 
-__all__ = ["Backend", "BackendError", "OpInfo", "backends", "info", "lib_dir", "load", "ops"]
+__all__ = ["Backend", "BackendError", "OpInfo", "backends", "classes", "info", "lib_dir", "load", "ops"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,9 @@ def info() -> dict:
     return core().info()
 
 
-core()  # importing backplane defines torch.ops.backplane.*
+core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
+from . import classes  # noqa: E402
+
+classes.register_fake_classes()  # generated from the registry, like the Meta kernels
 if os.environ.get("BACKPLANE_BACKENDS"):
     load(os.environ["BACKPLANE_BACKENDS"])

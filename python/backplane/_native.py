@@ -78,6 +78,7 @@ class _Core:
             "backplane_c_backends": [out],
             "backplane_c_ops": [out],
             "backplane_c_info": [out],
+            "backplane_c_classes": [out],
         }.items():
             fn = getattr(self._lib, name)
             fn.argtypes = args
@@ -106,6 +107,9 @@ class _Core:
 
     def ops(self):
         return self._call("backplane_c_ops")
+
+    def classes(self):
+        return self._call("backplane_c_classes")
 
     def info(self):
         return self._call("backplane_c_info")
