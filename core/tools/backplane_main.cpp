@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <backplane/coverage.h>
+#include <c10/util/Exception.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
 
@@ -21,8 +22,11 @@ commands:
           version, ops, and the path or the reason it failed
   ops     the coverage table: each registry op on each backend, with its dtypes
   check   the conformance suite (every op against PyTorch) on each loaded backend
+  run     MODEL.pt2 --input MODEL.io.pt [--repeat N]: run an AOTInductor package with no
+          Python, check it against the reference saved at export, report latency
 
---backends a,b    load exactly these (default: $BACKPLANE_BACKENDS, else every backend found)
+--backends a,b    load exactly these (default: $BACKPLANE_BACKENDS, else every backend found;
+                  "none" loads none)
 --plugin-dir DIR  search DIR before $BACKPLANE_PLUGIN_PATH and the build directory
 )";
 
@@ -85,6 +89,7 @@ std::vector<BackendRecord> load_selected(const Options& options) {
   if (names.empty())
     if (const char* env = std::getenv("BACKPLANE_BACKENDS")) names = split(env);
   if (names.empty()) return load_discovered(options.load);
+  if (names == std::vector<std::string>{"none"}) return backends(options.load);  // load nothing
   load(names, options.load);
   std::vector<BackendRecord> selected;
   for (auto& r : backends(options.load))
@@ -120,6 +125,7 @@ int main(int argc, char** argv) {
     if (command == "list") return list_command(options);
     if (command == "ops") return ops_command(options);
     if (command == "check") return check_command(options);
+    if (command == "run") return run_command(options);
     if (command == "-h" || command == "--help" || command == "help") {
       std::cout << kUsage;
       return 0;
@@ -128,6 +134,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const backplane::BackendError& e) {
     std::cerr << "backplane: " << e.what() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {  // a bad package or input file, as torch reports it
+    std::cerr << "backplane " << command << ": " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "backplane " << command << ": " << e.what() << "\n";
     return 1;
   }
 }

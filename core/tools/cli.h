@@ -19,5 +19,6 @@ struct Options {
 std::vector<BackendRecord> load_selected(const Options& options);
 
 int check_command(const Options& options);
+int run_command(const Options& options);
 
 }  // namespace backplane::cli

@@ -1,0 +1,27 @@
+// Before an AOTInductor package is loaded: does this process have what it calls?
+// A package names backplane ops (in its proxy-executor JSON) and custom classes (in
+// custom_objs_config.json), and resolves them only when it runs; a missing kernel then
+// surfaces as a dispatcher error deep in the run. This check names the missing op, the
+// device, and the plugin that would provide it, before anything is loaded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace backplane::cli {
+
+struct PackageNeeds {
+  std::string device;                // the package's AOTI_DEVICE_KEY: "cpu", "cuda"
+  std::vector<std::string> ops;      // backplane ops it calls, directly or through a class method
+  std::vector<std::string> classes;  // custom classes it holds, fully qualified
+};
+
+// Reads the package's metadata and records. Throws std::runtime_error if it is not a
+// readable .pt2 package.
+PackageNeeds package_needs(const std::string& package);
+
+// Empty when every op has a kernel for the package's device in this process and every
+// class is registered; otherwise one line per problem, each naming what to load.
+std::vector<std::string> missing_for(const PackageNeeds& needs);
+
+}  // namespace backplane::cli
