@@ -16,6 +16,12 @@ echo
 echo "== Every op on every loaded backend, against PyTorch =="
 "$bin/backplane" check
 echo
+echo "== The identity model: torch.export -> AOTInductor package -> C++ runner (no Python) =="
+export BACKPLANE_BIN=$bin/backplane
+for step in export aoti cpp; do
+  PYTHONPATH=$PWD/python "$python" -m models.pipeline "$step" identity --device cpu --out "$BUILD/models"
+done
+echo
 if [ -x "$bin/backplane_bench" ]; then
   echo "== Benchmark (short run; see bench/RESULTS.md for full figures) =="
   json=$(mktemp)

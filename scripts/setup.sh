@@ -60,6 +60,13 @@ if ! "$python" -c 'import pytest, numpy' 2>/dev/null; then
   say "installing pytest and numpy into $python"
   "$python" -m pip install -q --disable-pip-version-check pytest numpy
 fi
+# The ONNX step of the model pipeline. Optional: where they cannot be installed (the GPU
+# machine has no network) the ONNX tests skip and say why.
+if ! "$python" -c 'import onnx, onnxscript, onnxruntime' 2>/dev/null; then
+  say "installing onnx, onnxscript and onnxruntime into $python"
+  "$python" -m pip install -q --disable-pip-version-check onnx onnxscript onnxruntime ||
+    say "could not install the ONNX packages: the ONNX step and its tests will skip"
+fi
 mkdir -p "$BUILD"
 echo "$python" > "$BUILD/.python"
 say "python: $python (torch $("$python" -c 'import torch; print(torch.__version__)'))"

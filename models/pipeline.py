@@ -1,0 +1,256 @@
+"""A model from eager to deployment, one step at a time:
+
+    python -m models.pipeline STEP MODEL [--device cpu|cuda] [--dtype float32] [--out out]
+
+STEP: eager | compile | export | aoti | load | cpp | onnx | all. Each step is also a
+Python function of the same name taking a `Run`. Artifacts go to OUT as
+MODEL-DEVICE-DTYPE.{ep.pt2, io.pt, pt2, onnx}:
+  ep.pt2  the torch.export program (dynamic batch dimension)
+  io.pt   inputs at several batch sizes and the reference outputs, with the tolerance:
+          what `load`, `cpp` (`backplane run`) and `onnx` check against
+  pt2     the AOTInductor package
+Every check compares with the model's plain-PyTorch reference, bit for bit where the
+tolerance is (0, 0); a mismatch raises, it is never just printed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+import backplane
+
+from . import MODELS, ModelSpec
+from .native_libstdcxx import check_package, choose_cxx
+from .progress import Ticker
+from .spec import assert_matches
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS = ("eager", "compile", "export", "aoti", "load", "cpp", "onnx")
+# The plugins a device's package needs loaded before it runs.
+BACKENDS = {"cpu": "cpu", "cuda": "cpu,cuda"}
+
+
+@dataclass
+class Run:
+    model: str
+    device: str = "cpu"
+    dtype: str = "float32"
+    out: Path = field(default_factory=lambda: REPO / "out")
+
+    def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model '{self.model}'; expected one of: {', '.join(MODELS)}")
+        if self.device not in BACKENDS:
+            raise ValueError(f"unknown device '{self.device}'; expected one of: {', '.join(BACKENDS)}")
+        self.out = Path(self.out)
+        self.spec.tolerance(self.torch_dtype)  # raises for a dtype the model does not support
+
+    @property
+    def spec(self) -> ModelSpec:
+        return MODELS[self.model]
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        return self.spec.tolerance(self.torch_dtype)
+
+    def artifact(self, suffix: str) -> Path:
+        return self.out / f"{self.model}-{self.device}-{self.dtype}.{suffix}"
+
+    def build(self) -> torch.nn.Module:
+        backplane.load(BACKENDS[self.device])
+        return self.spec.build(torch.device(self.device), self.torch_dtype)
+
+    def inputs(self, batch: int) -> tuple[torch.Tensor, ...]:
+        return self.spec.inputs(batch, torch.device(self.device), self.torch_dtype)
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _check_cases(run: Run, fn, what: str) -> None:
+    """Runs fn on the inputs at every check batch size against the reference."""
+    model = run.build()
+    for batch in run.spec.check_batches:
+        inputs = run.inputs(batch)
+        expected = run.spec.reference(model, *inputs)
+        assert_matches(fn(*inputs), expected, run.tolerance, f"{what}, batch {batch}")
+    exact = "bit for bit" if run.tolerance == (0, 0) else f"within atol, rtol = {run.tolerance}"
+    say(f"{what}: matches the reference {exact} at batch sizes {list(run.spec.check_batches)}")
+
+
+def eager(run: Run) -> None:
+    with torch.no_grad():
+        _check_cases(run, run.build(), f"{run.model} eager on {run.device}")
+
+
+def compile(run: Run) -> None:  # noqa: A001  (the step's name)
+    torch._dynamo.reset()
+    compiled = torch.compile(run.build(), fullgraph=True, dynamic=True)
+    with torch.no_grad(), Ticker("torch.compile"):
+        _check_cases(run, compiled, f"{run.model} torch.compile(fullgraph=True) on {run.device}")
+
+
+def export_program(run: Run) -> torch.export.ExportedProgram:
+    model = run.build()
+    example = run.inputs(run.spec.traced_batch)
+    batch = torch.export.Dim("batch", min=2, max=1024)
+    return torch.export.export(model, example, dynamic_shapes=tuple({0: batch} for _ in example))
+
+
+def save_io(run: Run) -> Path:
+    """The inputs and reference outputs every later step is checked against."""
+    model = run.build()
+    cases = []
+    with torch.no_grad():
+        for batch in run.spec.check_batches:
+            inputs = run.inputs(batch)
+            cases.append({"batch": batch, "inputs": [t.cpu() for t in inputs],
+                          "expected": [run.spec.reference(model, *inputs).cpu()]})
+    atol, rtol = run.tolerance
+    path = run.artifact("io.pt")
+    torch.save({"model": run.model, "device": run.device, "dtype": run.dtype, "atol": float(atol),
+                "rtol": float(rtol), "cases": cases}, path)
+    return path
+
+
+def export(run: Run) -> Path:
+    run.out.mkdir(parents=True, exist_ok=True)
+    with Ticker("torch.export"):
+        ep = export_program(run)
+    ops = sorted({str(n.target) for n in ep.graph.nodes if "backplane" in str(n.target)} |
+                 {f"torchbind .{n.args[1]}()" for n in ep.graph.nodes if n.target == torch.ops.higher_order.call_torchbind})
+    path = run.artifact("ep.pt2")
+    torch.export.save(ep, path)
+    io = save_io(run)
+    exported = ep.module()
+    with torch.no_grad():
+        _check_cases(run, exported, f"{run.model} torch.export on {run.device}")
+    say(f"exported {path.name} (dynamic batch; backplane calls: {', '.join(ops)}); reference cases in {io.name}")
+    return path
+
+
+def _exported(run: Run) -> torch.export.ExportedProgram:
+    path = run.artifact("ep.pt2")
+    if not path.is_file():
+        export(run)
+    run.build()  # loads the plugins the program's ops need
+    return torch.export.load(path)
+
+
+def aoti(run: Run) -> Path:
+    """Compiles the exported program into a .pt2 package, then verifies the package."""
+    ep = _exported(run)
+    cxx = choose_cxx(None)
+    path = run.artifact("pt2")
+    from torch._inductor import config
+
+    with config.patch({"cpp.cxx": (None, cxx)}), Ticker(f"AOTInductor compile for {run.device} (C++: {cxx})"):
+        torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+    check_package(path)
+    say(f"packaged {path.name} ({path.stat().st_size / 1e6:.1f} MB)")
+    load(run)  # a package that does not reproduce the reference must fail here, not later
+    return path
+
+
+def load_cases(path: Path, device: str):
+    io = torch.load(path, weights_only=True)
+    for case in io["cases"]:
+        yield case["batch"], [t.to(device) for t in case["inputs"]], case["expected"], (io["atol"], io["rtol"])
+
+
+def probe(package: Path, backends: str) -> None:
+    """Loads `package` in a child process first: a crash there is reported, not suffered."""
+    code = ("import sys, torch, backplane; backplane.load(sys.argv[2]); "
+            "torch._inductor.aoti_load_package(sys.argv[1])")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", code, str(package), backends], capture_output=True, text=True,
+                            env=env)
+    if result.returncode < 0:
+        name = signal.Signals(-result.returncode).name
+        raise RuntimeError(f"loading {package} killed a child process with {name}; loading it here would crash "
+                           f"this process. See docs/aoti-findings.md. Child's stderr:\n{result.stderr[-2000:]}")
+    if result.returncode != 0:
+        raise RuntimeError(f"loading {package} failed in a child process:\n{result.stderr[-2000:]}")
+
+
+def load(run: Run, probe_first: bool = True) -> None:
+    """Loads the .pt2 in this Python process and runs it on the saved cases."""
+    path = run.artifact("pt2")
+    check_package(path)
+    if probe_first:
+        probe(path, BACKENDS[run.device])
+    run.build()
+    # torch >= 2.14 then checks input strides against what the package was compiled for.
+    os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
+    compiled = torch._inductor.aoti_load_package(str(path))
+    batches = []
+    with torch.no_grad():
+        for batch, inputs, expected, tolerance in load_cases(run.artifact("io.pt"), run.device):
+            out = compiled(*inputs)
+            out = out[0] if isinstance(out, (list, tuple)) else out
+            assert_matches(out, expected[0], tolerance, f"{path.name} in Python, batch {batch}")
+            batches.append(batch)
+    say(f"{path.name} loaded in Python: matches the reference at batch sizes {batches}")
+
+
+def backplane_binary() -> Path:
+    for candidate in (os.environ.get("BACKPLANE_BIN"), REPO / "build" / "bin" / "backplane"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    raise FileNotFoundError("the backplane command was not found; run `make build` or set BACKPLANE_BIN")
+
+
+def cpp(run: Run) -> None:
+    """Runs the package from C++ with no Python: `backplane run`."""
+    command = [str(backplane_binary()), "run", str(run.artifact("pt2")), "--backends", BACKENDS[run.device],
+               "--input", str(run.artifact("io.pt"))]
+    say("$ " + " ".join(command))
+    result = subprocess.run(command)
+    if result.returncode != 0:
+        raise RuntimeError(f"backplane run failed with exit status {result.returncode}")
+
+
+def onnx(run: Run) -> Path:
+    from .onnx_export import export_onnx
+
+    return export_onnx(run)
+
+
+def all_steps(run: Run) -> None:
+    for step in STEPS:
+        say(f"== {step} ==")
+        globals()[step](run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m models.pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=STEPS + ("all",))
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("--device", default="cpu", choices=sorted(BACKENDS))
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--out", default=str(REPO / "out"))
+    args = parser.parse_args(argv)
+    try:
+        run = Run(args.model, args.device, args.dtype, Path(args.out))
+        all_steps(run) if args.step == "all" else globals()[args.step](run)
+    except (AssertionError, RuntimeError, ValueError, FileNotFoundError) as e:
+        print(f"pipeline {args.step} {args.model}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
