@@ -8,7 +8,8 @@ python=$(cat "$BUILD/.python")
 # The conformance suite runs on every backend the build made; where a device is
 # missing, its cases skip with the reason.
 backends=cpu
-[ -f "$BUILD/lib/libbackplane_cuda.so" ] && backends=cpu,cuda
+[ -f "$BUILD/lib/libbackplane_npu.so" ] && backends=$backends,npu
+[ -f "$BUILD/lib/libbackplane_cuda.so" ] && backends=$backends,cuda
 export BACKPLANE_TEST_BACKENDS=${BACKPLANE_TEST_BACKENDS:-$backends}
 echo "conformance backends: $BACKPLANE_TEST_BACKENDS"
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
