@@ -21,8 +21,8 @@ import torch
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
-    "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated",
-    "memory_stats", "reset_peak_memory_stats", "set_device", "stream", "synchronize",
+    "get_rng_state", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated",
+    "memory_stats", "reset_peak_memory_stats", "set_device", "set_rng_state", "stream", "synchronize",
 ]
 
 _lib: ctypes.CDLL | None = None
@@ -129,9 +129,9 @@ class Stream(torch.Stream):
         return super().__new__(cls, device=torch.device("npu", _index(device)), priority=priority)
 
 
-class Event(torch.Event):
-    def __new__(cls, enable_timing: bool = False):
-        return super().__new__(cls, device=torch.device("npu", current_device()), enable_timing=enable_timing)
+def Event(enable_timing: bool = False) -> torch.Event:  # noqa: N802 (torch.cuda.Event's spelling)
+    """A torch.Event on the current npu device (torch.Event methods check its exact type)."""
+    return torch.Event(device=torch.device("npu", current_device()), enable_timing=enable_timing)
 
 
 def current_stream(device=None) -> torch.Stream:
@@ -177,10 +177,20 @@ def reset_peak_memory_stats(device=None) -> None:
 
 
 def manual_seed(seed: int) -> None:
-    torch.manual_seed(seed)  # random ops run through the CPU fallback, on the CPU generator
+    # Random ops run through the CPU fallback, on the CPU generator (torch.manual_seed
+    # calls this too: seeding the generator directly avoids the recursion).
+    torch.default_generator.manual_seed(seed)
 
 
 manual_seed_all = manual_seed
+
+
+def get_rng_state(device=None) -> torch.Tensor:
+    return torch.get_rng_state()  # the CPU generator's, for the reason above
+
+
+def set_rng_state(state: torch.Tensor, device=None) -> None:
+    torch.set_rng_state(state)
 
 
 # --- test switches ----------------------------------------------------------------

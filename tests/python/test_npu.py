@@ -78,7 +78,7 @@ def test_every_op_matches_the_cpu_backend(op_name, dtype, device):
 def test_opcheck_npu(op_name):
     op = getattr(torch.ops.backplane, op_name).default
     for args, kwargs in samples(torch.float32, "npu")[op_name]:
-        torch.library.opcheck(op, args, kwargs, test_utils=("test_schema", "test_faketensor"))
+        torch.library.opcheck(op, args, kwargs)
 
 
 def test_mixing_npu_and_cpu_is_refused():
@@ -86,13 +86,21 @@ def test_mixing_npu_and_cpu_is_refused():
         torch.ops.backplane.add(torch.ones(3, device="npu"), torch.ones(3))
     with pytest.raises(RuntimeError, match="backplane::add: arguments 'a' and 'b' must be on one device, found npu:0 and npu:1"):
         torch.ops.backplane.add(torch.ones(3, device="npu:0"), torch.ones(3, device="npu:1"))
-    with pytest.raises(RuntimeError, match=r"backplane npu: aten::atan2 got tensors on npu:0 and cpu; expected them all on one npu device"):
-        torch.atan2(torch.ones(3, device="npu"), torch.ones(3))
+    # aten ops: structured ones are refused by PyTorch's own checks; the fallback
+    # refuses the rest rather than compute on copies of both on the host.
+    a, c = torch.ones(3, device="npu"), torch.ones(3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu"):
+        torch.atan2(a, c)
+    with pytest.raises(RuntimeError, match=r"backplane npu: aten::where.self got tensors on npu:0 and cpu; expected them all on one npu device \(0-dim CPU tensors excepted\)"):
+        torch.where(a > 0, a, c)
+    with pytest.raises(RuntimeError, match=r"backplane npu: aten::dot got tensors on npu:0 and npu:1"):
+        torch.dot(a, a.to("npu:1"))
+    _same(torch.where(a > 0, a, torch.tensor(2.0)), torch.ones(3))  # a CPU scalar is fine
 
 
 def test_fallback_runs_on_the_cpu_and_warns_once_per_op():
     x = torch.linspace(-2, 2, 9)
-    with pytest.warns(UserWarning, match=r"backplane npu: aten::erfinv has no npu kernel; running it on the CPU"):
+    with pytest.warns(UserWarning, match=r"backplane npu: aten::erfinv(\.out)? has no npu kernel; running it on the CPU"):
         got = torch.erfinv(x.npu() / 3)
     _same(got, torch.erfinv(x / 3))
     with warnings.catch_warnings():
@@ -109,7 +117,7 @@ def test_fallback_runs_on_the_cpu_and_warns_once_per_op():
 
 def test_blocklisted_ops_fail_clearly():
     a = torch.ones(2, 2, device="npu")
-    with pytest.raises(NotImplementedError, match="backplane npu: aten::mm has no npu kernel and is blocked from the CPU fallback"):
+    with pytest.raises(NotImplementedError, match=r"backplane npu: aten::mm(\.out)? has no npu kernel and is blocked from the CPU fallback"):
         torch.mm(a, a)
     with pytest.raises(NotImplementedError, match="backplane npu: aten::view_as_real has no npu kernel and returns a view"):
         torch.view_as_real(torch.zeros(2, dtype=torch.complex64, device="npu"))
@@ -174,7 +182,7 @@ def test_events_and_elapsed_time():
     assert start.elapsed_time(end) >= 0
     plain = torch.npu.Event()
     plain.record()
-    with pytest.raises(RuntimeError, match="backplane npu: elapsed_time needs both events created with enable_timing=True"):
+    with pytest.raises(ValueError, match="Both events must be created with argument 'enable_timing=True'"):
         start.elapsed_time(plain)
 
 
