@@ -3,6 +3,7 @@ devices, every registry op against the CPU backend, the CPU fallback and its
 blocklist, streams and events, memory statistics, torch.compile, and the CLI."""
 import os
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -245,3 +246,12 @@ def test_loading_twice_is_harmless():
     again = backplane.load("npu", "npu")
     assert all(b.path == first.path and b.status == "loaded" for b in again)
     assert torch.ones(2, device="npu").sum().item() == 2.0
+
+
+def test_device_count_is_configurable():
+    code = ("import torch, backplane; backplane.load('npu'); "
+            "print(torch.npu.device_count(), torch.arange(3.0, device='npu:2').sum().item())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python"), "BACKPLANE_NPU_DEVICE_COUNT": "3"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "3.0"]
