@@ -8,8 +8,14 @@ python=$(cat "$BUILD/.python")
 # The conformance suite runs on every backend the build made; where a device is
 # missing, its cases skip with the reason.
 backends=cpu
-[ -f "$BUILD/lib/libbackplane_cuda.so" ] && backends=cpu,cuda
+[ -f "$BUILD/lib/libbackplane_npu.so" ] && backends=$backends,npu
+[ -f "$BUILD/lib/libbackplane_cuda.so" ] && backends=$backends,cuda
 export BACKPLANE_TEST_BACKENDS=${BACKPLANE_TEST_BACKENDS:-$backends}
 echo "conformance backends: $BACKPLANE_TEST_BACKENDS"
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
-PYTHONPATH=$PWD/python "$python" -m pytest tests/python -q -p no:cacheprovider -rs
+# The npu tests in a process of their own: a registered PrivateUse1 device becomes
+# torch's "accelerator" (torch.accelerator, default pin_memory device), which the
+# CUDA tests must not see.
+npu_tests=(tests/python/test_npu.py tests/python/test_npu_autoload.py)
+PYTHONPATH=$PWD/python "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
+PYTHONPATH=$PWD/python "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs

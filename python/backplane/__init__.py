@@ -51,7 +51,32 @@ def load(*names: str, path: str | None = None) -> list[Backend]:
     is idempotent. Raises BackendError naming what was searched and why it failed.
     """
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
-    return [_backend(core().load(name, path)) for name in wanted]
+    loaded = [_backend(core().load(name, path)) for name in wanted]
+    for b in loaded:
+        _install_python_side(b)
+    return loaded
+
+
+def _install_python_side(b: Backend) -> None:
+    # A device plugin may come with a Python module (torch.npu for the npu plugin).
+    if b.name == "npu" and b.status == "loaded":
+        from . import npu
+
+        npu._register(b.path)
+
+
+def _autoload() -> None:
+    """The `torch.backends` entry point: `import torch` calls it when this package is
+    installed (unless TORCH_DEVICE_BACKEND_AUTOLOAD=0). Loads BACKPLANE_BACKENDS, or
+    every plugin found that can load; a broken plugin is recorded, never raised here."""
+    if os.environ.get("BACKPLANE_BACKENDS"):
+        return  # loaded below, at import
+    for b in backends():
+        if b.status == "available":
+            try:
+                load(b.name)
+            except BackendError:
+                pass  # recorded as failed; backplane.backends() says why
 
 
 def backends() -> list[Backend]:

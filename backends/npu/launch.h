@@ -1,0 +1,30 @@
+// Running work on the device: what a kernel launch is in this stub.
+#pragma once
+
+#include "npu_stream.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+
+namespace backplane::npu {
+
+// Queues fn on the current stream of device `index`; it runs on that stream's worker
+// after everything queued before it, and the call returns at once. Tensors captured
+// by value in fn stay alive (and their memory allocated) until fn has run. A failure
+// inside fn is reported, naming `what`, by the next synchronize of that stream.
+void launch(c10::DeviceIndex index, std::string what, std::function<void()> fn);
+// The same on a given stream.
+void launch_on(const c10::Stream& stream, std::string what, std::function<void()> fn);
+
+// Inside a launched fn only: a CPU tensor over t's memory (same sizes, strides, dtype,
+// conj and neg bits), so the emulated kernel can compute with ATen's CPU code. CPU
+// tensors are returned as they are. This is the one place a real backend differs:
+// its kernels run on the device and never see host pointers.
+at::Tensor host_view(const at::Tensor& t);
+
+// Whether t is on the npu device.
+inline bool is_npu(const at::Tensor& t) { return t.device().type() == kNpu; }
+
+}  // namespace backplane::npu

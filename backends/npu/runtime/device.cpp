@@ -1,0 +1,72 @@
+// Devices, error strings and the test switches of the emulated driver.
+#include "internal.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+namespace npu_runtime {
+namespace {
+
+int env_int(const char* name, int fallback, int lowest) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  return (*end == '\0' && value >= lowest && value <= 64) ? static_cast<int>(value) : fallback;
+}
+
+std::atomic<bool> g_skip_host_waits{false};
+thread_local int t_current_device = 0;
+
+}  // namespace
+
+int device_count() {
+  static const int count = env_int("BACKPLANE_NPU_DEVICE_COUNT", 2, 0);
+  return count;
+}
+
+bool valid_device(int device) { return device >= 0 && device < device_count(); }
+
+bool skip_host_waits() { return g_skip_host_waits.load(); }
+
+int task_delay_ms() {
+  static const int delay = env_int("BACKPLANE_NPU_TASK_DELAY_MS", 0, 0);
+  return delay;
+}
+
+}  // namespace npu_runtime
+
+using namespace npu_runtime;
+
+const char* npuGetErrorString(npuError_t error) {
+  switch (error) {
+    case npuSuccess: return "no error";
+    case npuErrorInvalidDevice: return "invalid device ordinal";
+    case npuErrorInvalidValue: return "invalid argument";
+    case npuErrorMemoryAllocation: return "out of memory";
+    case npuErrorNotReady: return "not ready";
+    case npuErrorLaunchFailure: return "a task queued on the stream failed";
+  }
+  return "unknown error";
+}
+
+npuError_t npuGetDeviceCount(int* count) {
+  if (count == nullptr) return npuErrorInvalidValue;
+  *count = device_count();
+  return npuSuccess;
+}
+
+npuError_t npuGetDevice(int* device) {
+  if (device == nullptr) return npuErrorInvalidValue;
+  *device = t_current_device;
+  return npuSuccess;
+}
+
+npuError_t npuSetDevice(int device) {
+  if (!valid_device(device)) return npuErrorInvalidDevice;
+  t_current_device = device;
+  return npuSuccess;
+}
+
+void npuTestSetSkipHostWaits(bool skip) { g_skip_host_waits.store(skip); }

@@ -1,0 +1,264 @@
+// Streams (one worker thread each, tasks run in queue order), events and test holds.
+#include "internal.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using Clock = std::chrono::steady_clock;
+
+struct npuStream_ {
+  int device = 0;
+  std::mutex mutex;
+  std::condition_variable work;  // a task was queued
+  std::condition_variable done;  // a task finished
+  std::deque<std::function<void()>> queue;
+  uint64_t queued = 0, finished = 0;
+  std::string error;  // the first failure since the last synchronize
+};
+
+// What queued tasks share with the handle: an event may be destroyed while a record
+// or a wait on it is still queued.
+struct EventState {
+  std::mutex mutex;
+  std::condition_variable reached;
+  uint64_t recorded = 0, completed = 0;  // versions: scheduled, and run
+  Clock::time_point when;
+};
+
+struct npuEvent_ {
+  std::shared_ptr<EventState> state = std::make_shared<EventState>();
+  bool timing = false;
+};
+
+struct npuHold_ {
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+};
+
+namespace npu_runtime {
+namespace {
+
+std::mutex g_streams_mutex;
+std::vector<npuStream_t>& all_streams() {
+  static auto* streams = new std::vector<npuStream_t>();  // never destroyed, like the workers
+  return *streams;
+}
+
+void worker(npuStream_t s) {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(s->mutex);
+      s->work.wait(lock, [&] { return !s->queue.empty(); });
+      task = std::move(s->queue.front());
+      s->queue.pop_front();
+    }
+    if (task_delay_ms() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(task_delay_ms()));
+    task();
+    task = nullptr;  // release what the task held before the stream counts as idle
+    {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      s->finished += 1;
+    }
+    s->done.notify_all();
+  }
+}
+
+void enqueue(npuStream_t s, std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    s->queue.push_back(std::move(task));
+    s->queued += 1;
+  }
+  s->work.notify_one();
+}
+
+npuError_t take_error(npuStream_t s) {
+  std::lock_guard<std::mutex> lock(s->mutex);
+  return s->error.empty() ? npuSuccess : npuErrorLaunchFailure;
+}
+
+}  // namespace
+}  // namespace npu_runtime
+
+using namespace npu_runtime;
+
+npuError_t npuStreamCreate(npuStream_t* stream, int device) {
+  if (stream == nullptr) return npuErrorInvalidValue;
+  if (!valid_device(device)) return npuErrorInvalidDevice;
+  auto* s = new npuStream_();
+  s->device = device;
+  std::thread(worker, s).detach();
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    all_streams().push_back(s);
+  }
+  *stream = s;
+  return npuSuccess;
+}
+
+npuError_t npuStreamGetDevice(npuStream_t stream, int* device) {
+  if (stream == nullptr || device == nullptr) return npuErrorInvalidValue;
+  *device = stream->device;
+  return npuSuccess;
+}
+
+npuError_t npuLaunchHostFunc(npuStream_t stream, npuHostFn_t fn, void* user_data) {
+  if (stream == nullptr || fn == nullptr) return npuErrorInvalidValue;
+  enqueue(stream, [fn, user_data] { fn(user_data); });
+  return npuSuccess;
+}
+
+npuError_t npuStreamSynchronize(npuStream_t stream) {
+  if (stream == nullptr) return npuErrorInvalidValue;
+  if (!skip_host_waits()) {
+    std::unique_lock<std::mutex> lock(stream->mutex);
+    const uint64_t target = stream->queued;
+    stream->done.wait(lock, [&] { return stream->finished >= target; });
+  }
+  return take_error(stream);
+}
+
+npuError_t npuStreamQuery(npuStream_t stream) {
+  if (stream == nullptr) return npuErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(stream->mutex);
+  if (!stream->error.empty()) return npuErrorLaunchFailure;
+  return stream->finished == stream->queued ? npuSuccess : npuErrorNotReady;
+}
+
+void npuStreamSetError(npuStream_t stream, const char* message) {
+  std::lock_guard<std::mutex> lock(stream->mutex);
+  if (stream->error.empty()) stream->error = message != nullptr && *message ? message : "unknown failure";
+}
+
+npuError_t npuStreamGetError(npuStream_t stream, char* message, size_t size) {
+  if (stream == nullptr || (message == nullptr && size > 0)) return npuErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(stream->mutex);
+  if (size > 0) {
+    const size_t n = std::min(size - 1, stream->error.size());
+    std::memcpy(message, stream->error.data(), n);
+    message[n] = '\0';
+  }
+  stream->error.clear();
+  return npuSuccess;
+}
+
+npuError_t npuDeviceSynchronize(int device) {
+  if (!valid_device(device)) return npuErrorInvalidDevice;
+  std::vector<npuStream_t> streams;
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    streams = all_streams();
+  }
+  npuError_t result = npuSuccess;
+  for (npuStream_t s : streams)
+    if (s->device == device && npuStreamSynchronize(s) != npuSuccess) result = npuErrorLaunchFailure;
+  return result;
+}
+
+npuError_t npuEventCreate(npuEvent_t* event, unsigned flags) {
+  if (event == nullptr) return npuErrorInvalidValue;
+  *event = new npuEvent_();
+  (*event)->timing = (flags & npuEventEnableTiming) != 0;
+  return npuSuccess;
+}
+
+npuError_t npuEventDestroy(npuEvent_t event) {
+  delete event;
+  return npuSuccess;
+}
+
+npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
+  if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
+  std::shared_ptr<EventState> state = event->state;
+  uint64_t version;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    version = ++state->recorded;
+  }
+  enqueue(stream, [state, version] {
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->completed = std::max(state->completed, version);
+      state->when = Clock::now();
+    }
+    state->reached.notify_all();
+  });
+  return npuSuccess;
+}
+
+npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event) {
+  if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
+  std::shared_ptr<EventState> state = event->state;
+  uint64_t version;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    version = state->recorded;
+  }
+  if (version == 0) return npuSuccess;  // never recorded: nothing to wait for
+  enqueue(stream, [state, version] {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->reached.wait(lock, [&] { return state->completed >= version; });
+  });
+  return npuSuccess;
+}
+
+npuError_t npuEventQuery(npuEvent_t event) {
+  if (event == nullptr) return npuErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(event->state->mutex);
+  return event->state->completed >= event->state->recorded ? npuSuccess : npuErrorNotReady;
+}
+
+npuError_t npuEventSynchronize(npuEvent_t event) {
+  if (event == nullptr) return npuErrorInvalidValue;
+  if (skip_host_waits()) return npuSuccess;
+  EventState& s = *event->state;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  const uint64_t target = s.recorded;
+  s.reached.wait(lock, [&] { return s.completed >= target; });
+  return npuSuccess;
+}
+
+npuError_t npuEventElapsedTime(float* ms, npuEvent_t start, npuEvent_t end) {
+  if (ms == nullptr || start == nullptr || end == nullptr) return npuErrorInvalidValue;
+  if (!start->timing || !end->timing) return npuErrorInvalidValue;
+  std::scoped_lock lock(start->state->mutex, end->state->mutex);
+  for (const EventState* s : {start->state.get(), end->state.get()}) {
+    if (s->recorded == 0) return npuErrorInvalidValue;
+    if (s->completed < s->recorded) return npuErrorNotReady;
+  }
+  *ms = std::chrono::duration<float, std::milli>(end->state->when - start->state->when).count();
+  return npuSuccess;
+}
+
+npuError_t npuTestHoldStream(npuStream_t stream, npuHold_t* hold) {
+  if (stream == nullptr || hold == nullptr) return npuErrorInvalidValue;
+  // Never freed (a few bytes per test), so releasing late or twice is harmless.
+  npuHold_t h = new npuHold_();
+  enqueue(stream, [h] {
+    std::unique_lock<std::mutex> lock(h->mutex);
+    h->released_cv.wait(lock, [&] { return h->released; });
+  });
+  *hold = h;
+  return npuSuccess;
+}
+
+npuError_t npuTestRelease(npuHold_t hold) {
+  if (hold == nullptr) return npuErrorInvalidValue;
+  {
+    std::lock_guard<std::mutex> lock(hold->mutex);
+    hold->released = true;
+  }
+  hold->released_cv.notify_all();
+  return npuSuccess;
+}

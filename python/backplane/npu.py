@@ -1,0 +1,212 @@
+"""torch.npu: the Python face of Backplane's npu plugin (a PrivateUse1 device).
+
+Registered when the npu backend loads (`backplane.load("npu")`, BACKPLANE_BACKENDS, or
+the torch.backends entry point): `torch.npu`, `tensor.npu()`, `tensor.is_npu`,
+`module.npu()`. Streams and events are torch.Stream and torch.Event on the npu
+device, served by the plugin's device guard.
+
+    x = torch.ones(4, device="npu:1")
+    s = torch.npu.Stream()
+    with torch.npu.stream(s):
+        y = torch.ops.backplane.scale_(x, 2.0)
+    torch.npu.synchronize()
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+
+import torch
+
+__all__ = [
+    "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
+    "get_rng_state", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated",
+    "memory_stats", "reset_peak_memory_stats", "set_device", "set_rng_state", "stream", "synchronize",
+]
+
+_lib: ctypes.CDLL | None = None
+
+
+def _register(plugin_path: str) -> None:
+    """Binds the plugin's C interface and installs torch.npu (once per process)."""
+    global _lib
+    if _lib is not None:
+        return
+    name = torch._C._get_privateuse1_backend_name()
+    if name != "npu":
+        raise RuntimeError(
+            f"backplane npu: PrivateUse1 is registered as {name!r} in this process, expected 'npu'; "
+            "PyTorch allows one PrivateUse1 backend per process"
+        )
+    lib = ctypes.CDLL(plugin_path)  # the handle the loader opened already
+    msg = [ctypes.c_char_p, ctypes.c_size_t]
+    for fn, args, res in [
+        ("backplane_npu_device_count", [], ctypes.c_int),
+        ("backplane_npu_current_device", [], ctypes.c_int),
+        ("backplane_npu_set_device", [ctypes.c_int, *msg], ctypes.c_int),
+        ("backplane_npu_synchronize", [ctypes.c_int, *msg], ctypes.c_int),
+        ("backplane_npu_memory_stats", [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)], ctypes.c_int),
+        ("backplane_npu_reset_peak", [ctypes.c_int], ctypes.c_int),
+        ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
+        ("backplane_npu_hold_current_stream", [ctypes.c_int], ctypes.c_void_p),
+        ("backplane_npu_release", [ctypes.c_void_p], ctypes.c_int),
+    ]:
+        getattr(lib, fn).argtypes = args
+        getattr(lib, fn).restype = res
+    _lib = lib
+    if not hasattr(torch, "npu"):
+        torch._register_device_module("npu", sys.modules[__name__])
+    if not hasattr(torch.Tensor, "is_npu"):
+        torch.utils.generate_methods_for_privateuse1_backend()
+
+
+def _checked(fn: str, *args) -> None:
+    buf = ctypes.create_string_buffer(1024)
+    if getattr(_lib, fn)(*args, buf, len(buf)) != 0:
+        raise RuntimeError(buf.value.decode())
+
+
+def _index(device) -> int:
+    """npu device, "npu:1", 1 or None (the current device) -> an index."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "npu":
+        raise ValueError(f"expected an npu device, got {device}")
+    return current_device() if device.index is None else device.index
+
+
+def is_available() -> bool:
+    return device_count() > 0
+
+
+def is_initialized() -> bool:
+    return _lib is not None
+
+
+def _lazy_init() -> None:
+    pass
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return _lib.backplane_npu_device_count()
+
+
+def current_device() -> int:
+    return _lib.backplane_npu_current_device()
+
+
+def set_device(device) -> None:
+    _checked("backplane_npu_set_device", _index(device))
+
+
+@contextlib.contextmanager
+def device(device):
+    previous = current_device()
+    set_device(device)
+    try:
+        yield
+    finally:
+        set_device(previous)
+
+
+def synchronize(device=None) -> None:
+    """Waits for every stream of the device; raises if queued work failed."""
+    _checked("backplane_npu_synchronize", _index(device))
+
+
+class Stream(torch.Stream):
+    """A stream of an npu device (the current device by default)."""
+
+    def __new__(cls, device=None, priority: int = 0):
+        return super().__new__(cls, device=torch.device("npu", _index(device)), priority=priority)
+
+
+def Event(enable_timing: bool = False) -> torch.Event:  # noqa: N802 (torch.cuda.Event's spelling)
+    """A torch.Event on the current npu device (torch.Event methods check its exact type)."""
+    return torch.Event(device=torch.device("npu", current_device()), enable_timing=enable_timing)
+
+
+def current_stream(device=None) -> torch.Stream:
+    return torch.accelerator.current_stream(torch.device("npu", _index(device)))
+
+
+def default_stream(device=None) -> torch.Stream:
+    current = current_stream(device)
+    return torch.Stream(stream_id=0, device_index=current.device_index, device_type=current.device_type)
+
+
+@contextlib.contextmanager
+def stream(s: torch.Stream):
+    """Makes s the current stream of its device (and its device current) inside the block."""
+    previous_device = current_device()
+    previous = current_stream(s.device)
+    set_device(s.device)
+    torch.accelerator.set_stream(s)
+    try:
+        yield s
+    finally:
+        torch.accelerator.set_stream(previous)
+        set_device(previous_device)
+
+
+def memory_stats(device=None) -> dict:
+    out = (ctypes.c_int64 * 3)()
+    if _lib.backplane_npu_memory_stats(_index(device), out) != 0:
+        raise RuntimeError(f"backplane npu: no device {device!r}; expected 0 <= index < {device_count()}")
+    return {"allocated_bytes": out[0], "peak_allocated_bytes": out[1], "allocations": out[2]}
+
+
+def memory_allocated(device=None) -> int:
+    return memory_stats(device)["allocated_bytes"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return memory_stats(device)["peak_allocated_bytes"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _lib.backplane_npu_reset_peak(_index(device))
+
+
+def manual_seed(seed: int) -> None:
+    # Random ops run through the CPU fallback, on the CPU generator (torch.manual_seed
+    # calls this too: seeding the generator directly avoids the recursion).
+    torch.default_generator.manual_seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def get_rng_state(device=None) -> torch.Tensor:
+    return torch.get_rng_state()  # the CPU generator's, for the reason above
+
+
+def set_rng_state(state: torch.Tensor, device=None) -> None:
+    torch.set_rng_state(state)
+
+
+# --- test switches ----------------------------------------------------------------
+def _set_skip_host_waits(skip: bool) -> None:
+    """Host-side waits (synchronize, copies to the CPU) return at once. Tests only."""
+    _lib.backplane_npu_set_skip_host_waits(int(skip))
+
+
+class _Hold:
+    def __init__(self, handle):
+        self._handle = handle
+
+    def release(self) -> None:
+        _lib.backplane_npu_release(self._handle)
+
+
+def _hold_stream(device=None) -> _Hold:
+    """Holds the device's current stream: work queued after this waits for release(). Tests only."""
+    return _Hold(_lib.backplane_npu_hold_current_stream(_index(device)))

@@ -1,0 +1,113 @@
+// The npu device from C++ alone (libtorch + the plugin, no Python): what a C++
+// deployment sees. Loaded through the loader like any backend.
+#include <backplane/loader.h>
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+namespace {
+
+const c10::Device npu0(c10::DeviceType::PrivateUse1, 0), npu1(c10::DeviceType::PrivateUse1, 1);
+
+class NpuDevice : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    backplane::LoadOptions options;
+    options.dir = BACKPLANE_PLUGIN_DIR;
+    record_ = backplane::load("npu", options);
+  }
+  // A function of the plugin's C interface (the plugin is opened RTLD_LOCAL).
+  template <typename Fn>
+  static Fn* c_api(const char* name) {
+    void* handle = dlopen(record_.path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    EXPECT_NE(handle, nullptr);
+    return reinterpret_cast<Fn*>(dlsym(handle, name));
+  }
+  static at::Tensor call(const char* op, const at::Tensor& a, const at::Tensor& b) {
+    auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(op, "");
+    return handle.typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>().call(a, b, 1);
+  }
+  static inline backplane::BackendRecord record_;
+};
+
+TEST_F(NpuDevice, IsRegisteredAsNpu) {
+  EXPECT_EQ(record_.dispatch_key, "PrivateUse1");
+  EXPECT_EQ(record_.ops.size(), 6u);
+  EXPECT_EQ(c10::get_privateuse1_backend(), "npu");
+  EXPECT_EQ(c10::Device("npu:1"), npu1);
+  EXPECT_EQ(c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->deviceCount(), 2);
+  EXPECT_TRUE(at::detail::getPrivateUse1Hooks().isAvailable());
+}
+
+TEST_F(NpuDevice, LoadingTwiceIsHarmless) {
+  backplane::LoadOptions options;
+  options.dir = BACKPLANE_PLUGIN_DIR;
+  EXPECT_EQ(backplane::load("npu", options).path, record_.path);
+  EXPECT_EQ(at::ones({2}, npu0).sum().item<float>(), 2.0f);
+}
+
+TEST_F(NpuDevice, RoundTripsThroughBothDevices) {
+  const at::Tensor host = at::arange(24, at::kFloat).view({4, 6});
+  const at::Tensor on0 = host.to(npu0);
+  EXPECT_EQ(on0.device(), npu0);
+  const at::Tensor on1 = on0.t().to(npu1);  // a transposed view, across devices
+  EXPECT_EQ(on1.device(), npu1);
+  EXPECT_TRUE(on1.cpu().equal(host.t()));
+  // Device memory is the device's: the hooks know its device from the pointer.
+  EXPECT_EQ(at::detail::getPrivateUse1Hooks().getDeviceFromPtr(on1.data_ptr()), npu1);
+}
+
+TEST_F(NpuDevice, RegistryOpMatchesCpu) {
+  const at::Tensor a = at::randn({3, 5}), b = at::randn({5});
+  const at::Tensor got = call("backplane::add", a.to(npu1), b.to(npu1));
+  EXPECT_EQ(got.device(), npu1);
+  EXPECT_TRUE(at::allclose(got.cpu(), a + b));
+}
+
+TEST_F(NpuDevice, MixingDevicesIsRefused) {
+  try {
+    call("backplane::add", at::ones({3}, npu0), at::ones({3}));
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backplane::add: arguments 'a' and 'b' must be on one device, found npu:0 and cpu"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(NpuDevice, FallbackRunsAndBlocklistRefuses) {
+  EXPECT_TRUE(at::full({4}, 2.5, at::TensorOptions().device(npu0)).cos().cpu().equal(at::full({4}, 2.5).cos()));
+  const at::Tensor m = at::ones({2, 2}, npu0);
+  EXPECT_THROW(at::mm(m, m), c10::NotImplementedError);
+}
+
+TEST_F(NpuDevice, OpsRunOnTheCurrentStream) {
+  auto* hold = c_api<void*(int)>("backplane_npu_hold_current_stream");
+  auto* release = c_api<int(void*)>("backplane_npu_release");
+  ASSERT_NE(hold, nullptr);
+  const at::Tensor x = at::arange(8, at::kFloat).to(npu0);
+  auto* guard = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
+  const c10::Stream side = guard->getNewStream(npu0);
+  at::Tensor y;
+  {
+    const c10::StreamGuard on_side(side);
+    void* h = hold(0);  // the side stream: current now
+    y = at::empty({8}, npu0);
+    y.copy_(x);  // npu to npu: queued, never waits
+    EXPECT_FALSE(guard->queryStream(side));
+    EXPECT_TRUE(guard->queryStream(guard->getDefaultStream(npu0)));
+    release(h);
+    guard->synchronizeStream(side);
+  }
+  EXPECT_TRUE(y.cpu().equal(at::arange(8, at::kFloat)));
+}
+
+}  // namespace

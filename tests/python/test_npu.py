@@ -1,0 +1,257 @@
+"""The npu device (PrivateUse1, emulated) from Python: tensors to, from and between
+devices, every registry op against the CPU backend, the CPU fallback and its
+blocklist, streams and events, memory statistics, torch.compile, and the CLI."""
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import backplane
+from samples import DTYPES, samples
+
+backplane.load("npu")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _same(got, expected):
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0, equal_nan=True)
+
+
+def test_device_module_and_tensor_methods():
+    assert torch._C._get_privateuse1_backend_name() == "npu"
+    assert torch.npu.is_available()
+    assert torch.npu.device_count() == 2
+    x = torch.ones(3).npu()
+    assert x.is_npu and x.device == torch.device("npu", 0)
+    assert not torch.ones(3).is_npu
+    layer = torch.nn.Linear(2, 2).npu()
+    assert layer.weight.device.type == "npu"
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, torch.int64, torch.int8, torch.bool, torch.complex64], ids=str)
+def test_round_trip_through_both_devices(dtype):
+    host = (torch.arange(30) % 7).to(dtype).view(5, 6)
+    on0 = host.to("npu:0")
+    on1 = on0.to("npu:1")
+    assert (on0.device, on1.device) == (torch.device("npu:0"), torch.device("npu:1"))
+    _same(on1, host)
+    _same(on1.t().to("npu:0"), host.t())  # a transposed view across devices
+    _same(on0[1:, ::2], host[1:, ::2])  # an offset, strided view
+
+
+def test_views_resize_set_and_scalars():
+    x = torch.arange(12.0, device="npu")
+    _same(x.view(3, 4).t()[1], torch.arange(12.0).view(3, 4).t()[1])
+    _same(x.unfold(0, 4, 4), torch.arange(12.0).unfold(0, 4, 4))
+    assert x[5].item() == 5.0
+    y = torch.empty(0, device="npu")
+    y.set_(x.untyped_storage(), 2, (2, 3), (3, 1))
+    _same(y, torch.arange(12.0)[2:].as_strided((2, 3), (3, 1)))
+    z = torch.arange(4.0, device="npu")
+    z.resize_(10)  # grows: the first 4 values stay
+    _same(z[:4], torch.arange(4.0))
+
+
+def test_fresh_memory_is_not_zero():
+    # Fresh device memory is filled with 0xFF: an op that reads what nobody wrote shows NaN.
+    assert torch.empty(16, device="npu").isnan().all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op_name", list(samples()))
+@pytest.mark.parametrize("device", ["npu:0", "npu:1"])
+def test_every_op_matches_the_cpu_backend(op_name, dtype, device):
+    op = getattr(torch.ops.backplane, op_name)
+    for (args, kwargs), (cargs, ckwargs) in zip(samples(dtype, device)[op_name], samples(dtype, "cpu")[op_name]):
+        got, expected = op(*args, **kwargs), op(*cargs, **ckwargs)
+        if got is None:  # in place or out=: compare what was written
+            got, expected = (kwargs.get("out", args[0]), ckwargs.get("out", cargs[0]))
+        assert got.device == torch.device(device)
+        torch.testing.assert_close(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("op_name", list(samples()))
+def test_opcheck_npu(op_name):
+    op = getattr(torch.ops.backplane, op_name).default
+    for args, kwargs in samples(torch.float32, "npu")[op_name]:
+        torch.library.opcheck(op, args, kwargs)
+
+
+def test_mixing_npu_and_cpu_is_refused():
+    with pytest.raises(RuntimeError, match="backplane::add: arguments 'a' and 'b' must be on one device, found npu:0 and cpu"):
+        torch.ops.backplane.add(torch.ones(3, device="npu"), torch.ones(3))
+    with pytest.raises(RuntimeError, match="backplane::add: arguments 'a' and 'b' must be on one device, found npu:0 and npu:1"):
+        torch.ops.backplane.add(torch.ones(3, device="npu:0"), torch.ones(3, device="npu:1"))
+    # aten ops: structured ones are refused by PyTorch's own checks; the fallback
+    # refuses the rest rather than compute on copies of both on the host.
+    a, c = torch.ones(3, device="npu"), torch.ones(3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu"):
+        torch.atan2(a, c)
+    with pytest.raises(RuntimeError, match=r"backplane npu: aten::where.self got tensors on npu:0 and cpu; expected them all on one npu device \(0-dim CPU tensors excepted\)"):
+        torch.where(a > 0, a, c)
+    with pytest.raises(RuntimeError, match=r"backplane npu: aten::dot got tensors on npu:0 and npu:1"):
+        torch.dot(a, a.to("npu:1"))
+    _same(torch.where(a > 0, a, torch.tensor(2.0)), torch.ones(3))  # a CPU scalar is fine
+
+
+def test_fallback_runs_on_the_cpu_and_warns_once_per_op():
+    x = torch.linspace(-2, 2, 9)
+    with pytest.warns(UserWarning, match=r"backplane npu: aten::erfinv(\.out)? has no npu kernel; running it on the CPU"):
+        got = torch.erfinv(x.npu() / 3)
+    _same(got, torch.erfinv(x / 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.erfinv(x.npu() / 3)  # the second call is silent
+    # In place and out= fallbacks write the npu tensor itself.
+    y = x.npu()
+    y.erfinv_()
+    out = torch.empty(9, device="npu")
+    torch.erfinv(x.npu(), out=out)
+    _same(y, torch.erfinv(x))
+    _same(out, torch.erfinv(x))
+
+
+def test_blocklisted_ops_fail_clearly():
+    a = torch.ones(2, 2, device="npu")
+    with pytest.raises(NotImplementedError, match=r"backplane npu: aten::mm(\.out)? has no npu kernel and is blocked from the CPU fallback"):
+        torch.mm(a, a)
+    with pytest.raises(NotImplementedError, match="backplane npu: aten::view_as_real has no npu kernel and returns a view"):
+        torch.view_as_real(torch.zeros(2, dtype=torch.complex64, device="npu"))
+
+
+def test_kernels_wait_for_their_stream():
+    # The copy below is queued (pinned source, non_blocking) behind a hold; a kernel
+    # that ran at once instead of on the stream would read x before the copy: NaN.
+    src = torch.arange(1000.0).pin_memory()
+    assert src.is_pinned()
+    x = torch.empty(1000, device="npu")
+    hold = torch.npu._hold_stream()
+    x.copy_(src, non_blocking=True)
+    y = torch.ops.backplane.identity_conv(x)
+    torch.ops.backplane.scale_(y, 2.0)
+    assert not torch.npu.current_stream().query()
+    hold.release()
+    _same(y, torch.arange(1000.0) * 2)
+
+
+def test_copy_to_cpu_waits_for_queued_work():
+    x = torch.arange(100.0, device="npu")
+    hold = torch.npu._hold_stream()
+    y = torch.ops.backplane.identity_conv(x)
+    dst = torch.full((100,), -1.0)
+    torch.npu._set_skip_host_waits(True)
+    try:
+        dst.copy_(y)  # without its host wait the copy returns before it ran
+        assert torch.equal(dst, torch.full((100,), -1.0))
+    finally:
+        torch.npu._set_skip_host_waits(False)
+        hold.release()
+    torch.npu.synchronize()
+    _same(dst, torch.arange(100.0))
+    _same(y, torch.arange(100.0))
+
+
+def test_side_stream_needs_a_wait():
+    x = torch.arange(64.0, device="npu")
+    side = torch.npu.Stream()
+    with torch.npu.stream(side):
+        hold = torch.npu._hold_stream()
+        y = torch.ops.backplane.identity_conv(x)  # queued on the held side stream
+    assert torch.npu.current_stream() != side
+    assert y.cpu().isnan().all()  # the default stream read y before the side stream wrote it
+    torch.npu.current_stream().wait_stream(side)
+    dst = torch.empty(64).pin_memory()
+    dst.copy_(y, non_blocking=True)  # queued behind the wait
+    hold.release()
+    torch.npu.synchronize()
+    _same(dst, torch.arange(64.0))
+
+
+def test_events_and_elapsed_time():
+    start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+    x = torch.randn(1000, device="npu")
+    start.record()
+    torch.ops.backplane.scale_(x, 2.0)
+    end.record()
+    end.synchronize()
+    assert start.query() and end.query()
+    assert start.elapsed_time(end) >= 0
+    plain = torch.npu.Event()
+    plain.record()
+    with pytest.raises(ValueError, match="Both events must be created with argument 'enable_timing=True'"):
+        start.elapsed_time(plain)
+
+
+def test_memory_stats():
+    torch.npu.synchronize(1)
+    torch.npu.reset_peak_memory_stats(1)
+    before = torch.npu.memory_allocated(1)
+    assert torch.npu.max_memory_allocated(1) == before
+    t = torch.empty(1000, device="npu:1")
+    assert torch.npu.memory_allocated(1) == before + 4000
+    assert torch.npu.memory_stats(1)["allocations"] >= 1
+    del t
+    assert torch.npu.memory_allocated(1) == before
+    assert torch.npu.max_memory_allocated(1) == before + 4000
+    with pytest.raises(RuntimeError, match="expected 0 <= index < 2"):
+        torch.npu.memory_stats(5)
+
+
+def test_current_device():
+    assert torch.npu.current_device() == 0
+    with torch.npu.device(1):
+        assert torch.npu.current_device() == 1
+        assert torch.empty(1, device="npu").device == torch.device("npu:1")
+    assert torch.npu.current_device() == 0
+    with pytest.raises(RuntimeError, match=r"backplane npu: device index 2 out of range; expected 0 <= index < 2"):
+        torch.npu.set_device(2)
+
+
+def block(x, y, w):
+    h = torch.ops.backplane.add(x, y, alpha=0.5)
+    h = torch.ops.backplane.rms_norm(h, w, 1e-5)
+    out = torch.empty_like(h)
+    torch.ops.backplane.sin_out(h, out=out)
+    torch.ops.backplane.scale_(out, 3.0)
+    return torch.ops.backplane.crop(torch.ops.backplane.identity_conv(out), [0, 1, 2, 3])
+
+
+def test_compile_aot_eager_matches_eager():
+    g = torch.Generator().manual_seed(0)
+    x, y, w = (torch.randn(*s, generator=g).npu() for s in [(4, 16), (16,), (16,)])
+    expected = block(x, y, w)
+    got = torch.compile(block, backend="aot_eager", fullgraph=True)(x, y, w)
+    assert got.device.type == "npu"
+    torch.testing.assert_close(got.cpu(), expected.cpu())
+
+
+def test_cli_lists_npu():
+    done = subprocess.run([str(ROOT / "build" / "bin" / "backplane"), "list", "--backends", "npu"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BACKPLANE_PLUGIN_PATH": str(backplane.lib_dir())})
+    if done.returncode != 0 and not (ROOT / "build" / "bin" / "backplane").exists():
+        pytest.skip("no build/bin/backplane (built elsewhere)")
+    assert done.returncode == 0, done.stderr
+    line = next(l for l in done.stdout.splitlines() if l.split()[:1] == ["npu"])
+    assert "loaded" in line and "PrivateUse1" in line, line
+
+
+def test_loading_twice_is_harmless():
+    first = backplane.load("npu")[0]
+    again = backplane.load("npu", "npu")
+    assert all(b.path == first.path and b.status == "loaded" for b in again)
+    assert torch.ones(2, device="npu").sum().item() == 2.0
+
+
+def test_device_count_is_configurable():
+    code = ("import torch, backplane; backplane.load('npu'); "
+            "print(torch.npu.device_count(), torch.arange(3.0, device='npu:2').sum().item())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python"), "BACKPLANE_NPU_DEVICE_COUNT": "3"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "3.0"]
