@@ -30,5 +30,4 @@ done
 cp -a /usr/$arch/libgtest*.a /usr/$arch/libbenchmark* ".gpu/prefix/$arch/"
 cp -r /usr/$arch/cmake/GTest /usr/$arch/cmake/benchmark ".gpu/prefix/$arch/cmake/"
 
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 du -sh .gpu
