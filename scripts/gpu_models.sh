@@ -16,7 +16,7 @@ for device in ${DEVICES:-cuda cpu}; do
   for model in ${MODELS:-identity decoder_block}; do
     for step in eager compile export aoti load cpp; do
       echo "== $step $model $device"
-      timeout 300 python3 -m models.pipeline $step $model --device $device --out "$OUT/models" 2>&1 | tail -12
+      timeout 300 python3 -m models.pipeline $step $model --device $device --out /tmp/gpu-models 2>&1 | tail -12
       echo "rc=${PIPESTATUS[0]}"
     done
   done
