@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/python BACKPLANE_LIB_DIR=$PWD/$B/lib B
 echo "CXX=${CXX:-unset} ($(command -v g++))"; python3 -c 'import torch; print("torch", torch.__version__)'; date -u
 for device in ${DEVICES:-cuda cpu}; do
   for model in ${MODELS:-identity decoder_block}; do
-    for step in eager compile export aoti load cpp; do
+    for step in ${STEPS:-eager compile export aoti load cpp}; do
       echo "== $step $model $device"
       timeout 300 python3 -m models.pipeline $step $model --device $device --out /tmp/gpu-models 2>&1 | tail -12
       echo "rc=${PIPESTATUS[0]}"
@@ -22,6 +22,6 @@ for device in ${DEVICES:-cuda cpu}; do
   done
 done
 if [ -z "${SKIP_GUARDS:-}" ]; then
-  timeout 400 python3 -m pytest tests/python/test_aoti_guards.py tests/python/test_custom_class.py -q -rs -s \
+  timeout 400 python3 -m pytest tests/python/test_aoti_guards.py tests/python/test_custom_class.py -q -rs -s -k "${GUARDS_K:-not nothing}" \
     -p no:cacheprovider > "$OUT/guards.log" 2>&1; echo "guards pytest rc=$?"; grep -E "static-libstdc|passed|failed|Error" "$OUT/guards.log" | tail -8
 fi

@@ -8,7 +8,12 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -17,6 +22,19 @@ namespace fs = std::filesystem;
 
 namespace backplane {
 namespace {
+
+// A crash in one of these per-process tests prints its stack (ctest shows only
+// "SegFault" otherwise, and the GPU machine has no debugger).
+void print_stack_and_die(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  const char header[] = "\n*** fatal signal in loader test; stack:\n";
+  (void)!write(STDERR_FILENO, header, sizeof(header) - 1);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+const bool kStackOnCrash = (std::signal(SIGSEGV, print_stack_and_die), std::signal(SIGABRT, print_stack_and_die), true);
 
 const std::string kPlugins = BACKPLANE_PLUGIN_DIR;
 const std::string kFixtures = BACKPLANE_FIXTURE_DIR;
@@ -31,7 +49,9 @@ class TempDir {
  public:
   TempDir() {
     char tmpl[] = "/tmp/backplane_loader_XXXXXX";
-    path_ = mkdtemp(tmpl);
+    const char* made = mkdtemp(tmpl);
+    if (made == nullptr) throw std::runtime_error(std::string("mkdtemp failed: ") + std::strerror(errno));
+    path_ = made;
   }
   ~TempDir() { fs::remove_all(path_); }
   const std::string& path() const { return path_; }

@@ -26,7 +26,8 @@ from models import pipeline  # noqa: E402
 def static_gxx(tmp_path_factory):
     """A g++ wrapper that links libstdc++ statically, like the GPU machine's /opt/gcc/bin/g++."""
     path = tmp_path_factory.mktemp("cxx") / "g++-static"
-    path.write_text('#!/bin/sh\nexec g++ "$@" -static-libstdc++\n')
+    # Only links get the flag: Inductor also precompiles headers with the same compiler.
+    path.write_text('#!/bin/sh\ncase " $* " in *" -shared "*) exec g++ "$@" -static-libstdc++ ;; esac\nexec g++ "$@"\n')
     path.chmod(0o755)
     return str(path)
 
