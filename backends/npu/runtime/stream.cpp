@@ -83,6 +83,15 @@ void enqueue(npuStream_t s, std::function<void()> task) {
   s->work.notify_one();
 }
 
+// The event's shared state and its version: the next one to record (bump) or the
+// last one recorded (0: never).
+std::pair<std::shared_ptr<EventState>, uint64_t> event_version(npuEvent_t event, bool bump) {
+  std::shared_ptr<EventState> state = event->state;
+  std::lock_guard<std::mutex> lock(state->mutex);
+  const uint64_t version = bump ? ++state->recorded : state->recorded;
+  return {state, version};
+}
+
 npuError_t take_error(npuStream_t s) {
   std::lock_guard<std::mutex> lock(s->mutex);
   return s->error.empty() ? npuSuccess : npuErrorLaunchFailure;
@@ -180,12 +189,7 @@ npuError_t npuEventDestroy(npuEvent_t event) {
 
 npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
-  std::shared_ptr<EventState> state = event->state;
-  uint64_t version;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    version = ++state->recorded;
-  }
+  auto [state, version] = event_version(event, /*bump=*/true);
   enqueue(stream, [state, version] {
     {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -199,12 +203,7 @@ npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
 
 npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
-  std::shared_ptr<EventState> state = event->state;
-  uint64_t version;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    version = state->recorded;
-  }
+  auto [state, version] = event_version(event, /*bump=*/false);
   if (version == 0) return npuSuccess;  // never recorded: nothing to wait for
   enqueue(stream, [state, version] {
     std::unique_lock<std::mutex> lock(state->mutex);
