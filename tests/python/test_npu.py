@@ -2,6 +2,7 @@
 devices, every registry op against the CPU backend, the CPU fallback and its
 blocklist, streams and events, memory statistics, torch.compile, and the CLI."""
 import os
+import resource
 import subprocess
 import sys
 import warnings
@@ -55,6 +56,17 @@ def test_views_resize_set_and_scalars():
     z = torch.arange(4.0, device="npu")
     z.resize_(10)  # grows: the first 4 values stay
     _same(z[:4], torch.arange(4.0))
+
+
+def test_host_code_cannot_read_device_memory():
+    # The device's addresses are not host addresses: reading one from the host (a CPU
+    # kernel handed an npu pointer by mistake) kills the process instead of working.
+    code = ("import ctypes, torch, backplane; backplane.load('npu'); "
+            "x = torch.zeros(4, device='npu'); torch.npu.synchronize(); ctypes.string_at(x.data_ptr(), 4)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")},
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # no core file
+    assert done.returncode < 0, (done.returncode, done.stderr)  # killed by a signal (SIGSEGV)
 
 
 def test_fresh_memory_is_not_zero():
