@@ -136,6 +136,24 @@ def test_blocklisted_ops_fail_clearly():
         torch.view_as_real(torch.zeros(2, dtype=torch.complex64, device="npu"))
 
 
+def test_allocation_and_argument_errors_are_named():
+    with pytest.raises(torch.OutOfMemoryError, match=r"backplane npu: allocating 1125899906842624 bytes on npu:0 failed: out of memory"):
+        torch.empty(2**48, dtype=torch.float32, device="npu")
+    with pytest.raises(RuntimeError, match="backplane npu: pin_memory applies to CPU tensors, not npu ones"):
+        torch.empty(2, device="npu", pin_memory=True)
+    with pytest.raises(ValueError, match="expected an npu device, got cpu"):
+        torch.npu.synchronize("cpu")
+
+
+def test_other_libraries_ops_never_fall_back():
+    @torch.library.custom_op("npu_test::twice", mutates_args=(), device_types="cpu")
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    with pytest.raises(NotImplementedError, match=r"backplane npu: npu_test::twice has no npu kernel; the CPU fallback serves aten ops only"):
+        twice(torch.ones(2, device="npu"))
+
+
 def test_kernels_wait_for_their_stream():
     # The copy below is queued (pinned source, non_blocking) behind a hold; a kernel
     # that ran at once instead of on the stream would read x before the copy: NaN.
