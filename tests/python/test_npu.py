@@ -232,6 +232,17 @@ def test_memory_stats():
         torch.npu.memory_stats(5)
 
 
+def test_generators_and_pinned_memory_come_from_the_hooks():
+    assert torch.Generator(device="npu:1").device == torch.device("npu:1")
+    # Random ops run through the CPU fallback on the CPU generator (a stub limit).
+    torch.npu.manual_seed(7)
+    on_npu = torch.randn(5, device="npu")
+    torch.manual_seed(7)
+    _same(on_npu, torch.randn(5))
+    assert torch.ones(3).pin_memory().is_pinned()
+    assert not torch.ones(3).is_pinned()
+
+
 def test_current_device():
     assert torch.npu.current_device() == 0
     with torch.npu.device(1):
