@@ -51,6 +51,7 @@ def _register(plugin_path: str) -> None:
         ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
         ("backplane_npu_hold_current_stream", [ctypes.c_int], ctypes.c_void_p),
         ("backplane_npu_release", [ctypes.c_void_p], ctypes.c_int),
+        ("backplane_npu_queue_failure", [ctypes.c_int, ctypes.c_char_p], None),
     ]:
         getattr(lib, fn).argtypes = args
         getattr(lib, fn).restype = res
@@ -210,3 +211,8 @@ class _Hold:
 def _hold_stream(device=None) -> _Hold:
     """Holds the device's current stream: work queued after this waits for release(). Tests only."""
     return _Hold(_lib.backplane_npu_hold_current_stream(_index(device)))
+
+
+def _queue_failure(message: str, device=None) -> None:
+    """Queues work that fails with `message`; the next synchronize raises it. Tests only."""
+    _lib.backplane_npu_queue_failure(_index(device), message.encode())

@@ -202,6 +202,13 @@ def test_side_stream_needs_a_wait():
     _same(dst, torch.arange(64.0))
 
 
+def test_failure_in_queued_work_surfaces_at_synchronize():
+    torch.npu._queue_failure("boom", device=1)
+    with pytest.raises(RuntimeError, match=r"backplane npu: work queued on npu:1 stream 0 failed: test failure: boom"):
+        torch.npu.synchronize(1)
+    torch.npu.synchronize(1)  # reported once, then cleared
+
+
 def test_events_and_elapsed_time():
     start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
     x = torch.randn(1000, device="npu")
