@@ -143,4 +143,14 @@ TEST_F(NpuDevice, GuardAndHooksNameWhatWasExpected) {
             std::string::npos);
 }
 
+// Leaves work queued on purpose: the process must still exit cleanly (the runtime
+// drains its queues at exit).
+TEST_F(NpuDevice, ExitWithQueuedWorkIsClean) {
+  at::Tensor x = at::randn({1000, 4000}).to(npu0);
+  const at::Tensor w = at::ones({4000}, npu0);
+  auto rms_norm = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::rms_norm", "")
+                      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+  for (int i = 0; i < 20; ++i) x = rms_norm.call(x, w, 1e-6);
+}
+
 }  // namespace

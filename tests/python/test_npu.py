@@ -300,3 +300,16 @@ def test_device_count_is_configurable():
                           env={**os.environ, "PYTHONPATH": str(ROOT / "python"), "BACKPLANE_NPU_DEVICE_COUNT": "3"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "3.0"]
+
+
+def test_exit_with_queued_work_and_a_held_stream_is_clean():
+    # Work still queued at exit runs before Python finalizes (a worker dropping the
+    # last reference to a tensor after that was killed mid-task: abort), and a held
+    # stream is released rather than hanging the exit.
+    code = ("import torch, backplane; backplane.load('npu'); x = torch.randn(4_000_000, device='npu')\n"
+            "for _ in range(20): torch.ops.backplane.scale_(x, 1.0001); "
+            "y = torch.ops.backplane.rms_norm(x.view(1000, -1), torch.ones(4000, device='npu'), 1e-6)\n"
+            "h = torch.npu._hold_stream(1); torch.ops.backplane.scale_(torch.ones(3, device='npu:1'), 2.0)")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    assert done.returncode == 0, done.stderr

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -52,6 +53,28 @@ std::mutex g_streams_mutex;
 std::vector<npuStream_t>& all_streams() {
   static auto* streams = new std::vector<npuStream_t>();  // never destroyed, like the workers
   return *streams;
+}
+std::vector<npuHold_t>& all_holds() {
+  static auto* holds = new std::vector<npuHold_t>();
+  return *holds;
+}
+
+// At exit, let queued work finish before the process tears down the libraries it
+// calls into, releasing test holds so that it can; give up after 30 s rather than
+// hang. (Python drains earlier, in npu.py: a worker must not outlive the interpreter.)
+void drain_at_exit() {
+  std::vector<npuStream_t> streams;
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    streams = all_streams();
+    for (npuHold_t h : all_holds()) npuTestRelease(h);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  for (npuStream_t s : streams) {
+    std::unique_lock<std::mutex> lock(s->mutex);
+    const uint64_t target = s->queued;
+    s->done.wait_until(lock, deadline, [&] { return s->finished >= target; });
+  }
 }
 
 void worker(npuStream_t s) {
@@ -110,6 +133,7 @@ npuError_t npuStreamCreate(npuStream_t* stream, int device) {
   std::thread(worker, s).detach();
   {
     std::lock_guard<std::mutex> lock(g_streams_mutex);
+    if (all_streams().empty()) std::atexit(&drain_at_exit);
     all_streams().push_back(s);
   }
   *stream = s;
@@ -244,6 +268,10 @@ npuError_t npuTestHoldStream(npuStream_t stream, npuHold_t* hold) {
   if (stream == nullptr || hold == nullptr) return npuErrorInvalidValue;
   // Never freed (a few bytes per test), so releasing late or twice is harmless.
   npuHold_t h = new npuHold_();
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    all_holds().push_back(h);
+  }
   enqueue(stream, [h] {
     std::unique_lock<std::mutex> lock(h->mutex);
     h->released_cv.wait(lock, [&] { return h->released; });
