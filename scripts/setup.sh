@@ -56,9 +56,10 @@ else
   python=$PWD/.venv/bin/python
 fi
 # Test and bench tools; on a machine without network they must already be there.
-if ! "$python" -c 'import pytest, numpy' 2>/dev/null; then
-  say "installing pytest and numpy into $python"
-  "$python" -m pip install -q --disable-pip-version-check pytest numpy
+# setuptools: the autoload test pip-installs the package offline (no build isolation).
+if ! "$python" -c 'import pytest, numpy, setuptools' 2>/dev/null; then
+  say "installing pytest, numpy and setuptools into $python"
+  "$python" -m pip install -q --disable-pip-version-check pytest numpy setuptools
 fi
 # The ONNX step of the model pipeline. Optional: where they cannot be installed (the GPU
 # machine has no network) the ONNX tests skip and say why.

@@ -1,12 +1,14 @@
 // A small C interface for python/backplane/npu.py (ctypes): what torch's generic
 // device APIs (torch.accelerator, torch.Stream, torch.Event) do not cover. Every
 // function returns 0 on success, or a driver error code.
+#include "launch.h"
 #include "npu_stream.h"
 
 #include <c10/util/Exception.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #define BACKPLANE_NPU_C_API extern "C" __attribute__((visibility("default")))
 
@@ -37,6 +39,14 @@ BACKPLANE_NPU_C_API void* backplane_npu_hold_current_stream(int device) {
 }
 
 BACKPLANE_NPU_C_API int backplane_npu_release(void* hold) { return npuTestRelease(static_cast<npuHold_t>(hold)); }
+
+// Queues work that fails with `message` on the current stream of `device`: the
+// failure must surface at the next synchronize, as a kernel's would.
+BACKPLANE_NPU_C_API void backplane_npu_queue_failure(int device, const char* message) {
+  std::string text = message;
+  backplane::npu::launch(static_cast<c10::DeviceIndex>(device), "test failure",
+                         [text] { TORCH_CHECK(false, text); });
+}
 
 // Device queries and synchronization through the plugin's own checks, so the
 // messages match C++ (an out-of-range index names the valid range). On failure,

@@ -23,7 +23,9 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override { npuSetDevice(d.index()); }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
 
-  c10::Stream getStream(c10::Device d) const noexcept override { return current_stream(d.index()); }
+  c10::Stream getStream(c10::Device d) const noexcept override {
+    return current_stream(d.has_index() ? d.index() : current_device());
+  }
   c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(index_of(d)); }
   c10::Stream getNewStream(c10::Device d, int /*priority*/) const override { return pool_stream(index_of(d)); }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {

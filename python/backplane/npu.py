@@ -13,6 +13,7 @@ device, served by the plugin's device guard.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import sys
@@ -51,14 +52,29 @@ def _register(plugin_path: str) -> None:
         ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
         ("backplane_npu_hold_current_stream", [ctypes.c_int], ctypes.c_void_p),
         ("backplane_npu_release", [ctypes.c_void_p], ctypes.c_int),
+        ("backplane_npu_queue_failure", [ctypes.c_int, ctypes.c_char_p], None),
     ]:
         getattr(lib, fn).argtypes = args
         getattr(lib, fn).restype = res
     _lib = lib
+    atexit.register(_drain_at_exit)
     if not hasattr(torch, "npu"):
         torch._register_device_module("npu", sys.modules[__name__])
     if not hasattr(torch.Tensor, "is_npu"):
         torch.utils.generate_methods_for_privateuse1_backend()
+
+
+def _drain_at_exit() -> None:
+    # Queued work holds tensors; the last reference to one that Python also knew
+    # needs the GIL to go, which a worker cannot take once Python finalizes (it would
+    # be killed mid-task). Finish the queues while Python still runs.
+    for hold in list(_holds):
+        hold.release()
+    for index in range(device_count()):
+        try:
+            synchronize(index)
+        except RuntimeError:
+            pass  # a failure in queued work: nobody is left to report it to
 
 
 def _checked(fn: str, *args) -> None:
@@ -199,14 +215,24 @@ def _set_skip_host_waits(skip: bool) -> None:
     _lib.backplane_npu_set_skip_host_waits(int(skip))
 
 
+_holds: set = set()  # unreleased holds: released at exit, so a failed test cannot hang the process
+
+
 class _Hold:
     def __init__(self, handle):
         self._handle = handle
+        _holds.add(self)
 
     def release(self) -> None:
         _lib.backplane_npu_release(self._handle)
+        _holds.discard(self)
 
 
 def _hold_stream(device=None) -> _Hold:
     """Holds the device's current stream: work queued after this waits for release(). Tests only."""
     return _Hold(_lib.backplane_npu_hold_current_stream(_index(device)))
+
+
+def _queue_failure(message: str, device=None) -> None:
+    """Queues work that fails with `message`; the next synchronize raises it. Tests only."""
+    _lib.backplane_npu_queue_failure(_index(device), message.encode())

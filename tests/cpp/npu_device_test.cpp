@@ -110,4 +110,47 @@ TEST_F(NpuDevice, OpsRunOnTheCurrentStream) {
   EXPECT_TRUE(y.cpu().equal(at::arange(8, at::kFloat)));
 }
 
+TEST_F(NpuDevice, GuardAndHooksNameWhatWasExpected) {
+  auto* guard = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
+  auto message = [](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const c10::Error& e) {
+      return e.what_without_backtrace();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(message([&] { guard->getDefaultStream(c10::Device(c10::kCPU)); }),
+            "backplane npu: expected an npu device, got cpu");
+  EXPECT_EQ(message([&] { guard->queryStream(c10::Stream(c10::Stream::UNSAFE, npu0, 99)); }),
+            "backplane npu: unknown stream id 99; expected 0 to 4");
+  EXPECT_EQ(message([&] { guard->setDevice(c10::Device(c10::DeviceType::PrivateUse1, 7)); }),
+            "backplane npu: device index 7 out of range; expected 0 <= index < 2");
+  void* event = nullptr;
+  EXPECT_EQ(message([&] { guard->record(&event, guard->getDefaultStream(npu0), 1, c10::EventFlag::PYTORCH_DEFAULT); }),
+            "backplane npu: event of npu:1 cannot be recorded on a stream of npu:0");
+  void* timed = nullptr;
+  guard->record(&event, guard->getDefaultStream(npu0), 0, c10::EventFlag::PYTORCH_DEFAULT);
+  guard->record(&timed, guard->getDefaultStream(npu0), 0, c10::EventFlag::BACKEND_DEFAULT);
+  guard->synchronizeDevice(0);
+  EXPECT_EQ(message([&] { guard->elapsedTime(timed, event, 0); }),
+            "backplane npu: elapsed_time needs both events created with enable_timing=True and recorded");
+  guard->destroyEvent(event, 0);
+  guard->destroyEvent(timed, 0);
+  int on_host = 0;
+  EXPECT_NE(message([&] { at::detail::getPrivateUse1Hooks().getDeviceFromPtr(&on_host); })
+                .find(" is not npu device memory"),
+            std::string::npos);
+}
+
+// Leaves work queued on purpose: the process must still exit cleanly (the runtime
+// drains its queues at exit).
+TEST_F(NpuDevice, ExitWithQueuedWorkIsClean) {
+  at::Tensor x = at::randn({1000, 4000}).to(npu0);
+  const at::Tensor w = at::ones({4000}, npu0);
+  auto rms_norm = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::rms_norm", "")
+                      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+  for (int i = 0; i < 20; ++i) x = rms_norm.call(x, w, 1e-6);
+}
+
 }  // namespace

@@ -20,3 +20,13 @@ def samples(dtype=torch.float32, device="cpu"):
         "crop": [((t(3, 8, 8), [1, 2, 4, 5]), {}), ((t(6, 7), [0, 0, 6, 7]), {})],
         "rms_norm": [((t(4, 16), t(16)), {}), ((t(2, 3, 8), t(8), 1e-3), {}), ((strided, t(5)), {})],
     }
+
+
+def block(x, y, w):
+    """A small model of the ops in a row, for compile and graph-capture tests."""
+    h = torch.ops.backplane.add(x, y, alpha=0.5)
+    h = torch.ops.backplane.rms_norm(h, w, 1e-5)
+    out = torch.empty_like(h)
+    torch.ops.backplane.sin_out(h, out=out)
+    torch.ops.backplane.scale_(out, 3.0)
+    return torch.ops.backplane.identity_conv(out)

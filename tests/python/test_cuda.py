@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import backplane
-from samples import DTYPES, samples
+from samples import DTYPES, block, samples
 
 
 def _cuda_ready():
@@ -28,15 +28,6 @@ def test_opcheck_cuda(op_name, dtype):
     op = getattr(torch.ops.backplane, op_name).default
     for args, kwargs in samples(dtype, "cuda")[op_name]:
         torch.library.opcheck(op, args, kwargs)
-
-
-def block(x, y, w):
-    h = torch.ops.backplane.add(x, y, alpha=0.5)
-    h = torch.ops.backplane.rms_norm(h, w, 1e-5)
-    out = torch.empty_like(h)
-    torch.ops.backplane.sin_out(h, out=out)
-    torch.ops.backplane.scale_(out, 3.0)
-    return torch.ops.backplane.identity_conv(out)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

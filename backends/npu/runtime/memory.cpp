@@ -48,6 +48,22 @@ const std::pair<const uintptr_t, Block>* find_block(Memory& m, uintptr_t p) {
   return p < it->first + std::max<size_t>(it->second.bytes, 1) ? &*it : nullptr;
 }
 
+// Forgets the block handed out at p if it is of the wanted kind (device or pinned
+// host memory), updating the statistics. False if p is no such block.
+bool forget_block(uintptr_t p, bool device) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  auto it = m.blocks.find(p);
+  if (it == m.blocks.end() || (it->second.device >= 0) != device) return false;
+  if (device) {
+    npuMemStats& s = m.stats[it->second.device];
+    s.allocated_bytes -= static_cast<int64_t>(it->second.bytes);
+    s.allocations -= 1;
+  }
+  m.blocks.erase(it);
+  return true;
+}
+
 }  // namespace
 }  // namespace npu_runtime
 
@@ -75,16 +91,7 @@ npuError_t npuMalloc(void** ptr, size_t bytes, int device) {
 
 npuError_t npuFree(void* ptr) {
   if (ptr == nullptr) return npuSuccess;
-  Memory& m = memory();
-  {
-    std::lock_guard<std::mutex> lock(m.mutex);
-    auto it = m.blocks.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it == m.blocks.end() || it->second.device < 0) return npuErrorInvalidValue;
-    npuMemStats& s = m.stats[it->second.device];
-    s.allocated_bytes -= static_cast<int64_t>(it->second.bytes);
-    s.allocations -= 1;
-    m.blocks.erase(it);
-  }
+  if (!forget_block(reinterpret_cast<uintptr_t>(ptr), /*device=*/true)) return npuErrorInvalidValue;
   std::free(npuDevicePtrToHost(ptr));
   return npuSuccess;
 }
@@ -104,13 +111,7 @@ npuError_t npuMallocHost(void** ptr, size_t bytes) {
 
 npuError_t npuFreeHost(void* ptr) {
   if (ptr == nullptr) return npuSuccess;
-  Memory& m = memory();
-  {
-    std::lock_guard<std::mutex> lock(m.mutex);
-    auto it = m.blocks.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it == m.blocks.end() || it->second.device >= 0) return npuErrorInvalidValue;
-    m.blocks.erase(it);
-  }
+  if (!forget_block(reinterpret_cast<uintptr_t>(ptr), /*device=*/false)) return npuErrorInvalidValue;
   std::free(ptr);
   return npuSuccess;
 }

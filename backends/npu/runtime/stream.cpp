@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -53,6 +54,28 @@ std::vector<npuStream_t>& all_streams() {
   static auto* streams = new std::vector<npuStream_t>();  // never destroyed, like the workers
   return *streams;
 }
+std::vector<npuHold_t>& all_holds() {
+  static auto* holds = new std::vector<npuHold_t>();
+  return *holds;
+}
+
+// At exit, let queued work finish before the process tears down the libraries it
+// calls into, releasing test holds so that it can; give up after 30 s rather than
+// hang. (Python drains earlier, in npu.py: a worker must not outlive the interpreter.)
+void drain_at_exit() {
+  std::vector<npuStream_t> streams;
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    streams = all_streams();
+    for (npuHold_t h : all_holds()) npuTestRelease(h);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  for (npuStream_t s : streams) {
+    std::unique_lock<std::mutex> lock(s->mutex);
+    const uint64_t target = s->queued;
+    s->done.wait_until(lock, deadline, [&] { return s->finished >= target; });
+  }
+}
 
 void worker(npuStream_t s) {
   for (;;) {
@@ -83,6 +106,15 @@ void enqueue(npuStream_t s, std::function<void()> task) {
   s->work.notify_one();
 }
 
+// The event's shared state and its version: the next one to record (bump) or the
+// last one recorded (0: never).
+std::pair<std::shared_ptr<EventState>, uint64_t> event_version(npuEvent_t event, bool bump) {
+  std::shared_ptr<EventState> state = event->state;
+  std::lock_guard<std::mutex> lock(state->mutex);
+  const uint64_t version = bump ? ++state->recorded : state->recorded;
+  return {state, version};
+}
+
 npuError_t take_error(npuStream_t s) {
   std::lock_guard<std::mutex> lock(s->mutex);
   return s->error.empty() ? npuSuccess : npuErrorLaunchFailure;
@@ -101,6 +133,7 @@ npuError_t npuStreamCreate(npuStream_t* stream, int device) {
   std::thread(worker, s).detach();
   {
     std::lock_guard<std::mutex> lock(g_streams_mutex);
+    if (all_streams().empty()) std::atexit(&drain_at_exit);
     all_streams().push_back(s);
   }
   *stream = s;
@@ -180,12 +213,7 @@ npuError_t npuEventDestroy(npuEvent_t event) {
 
 npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
-  std::shared_ptr<EventState> state = event->state;
-  uint64_t version;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    version = ++state->recorded;
-  }
+  auto [state, version] = event_version(event, /*bump=*/true);
   enqueue(stream, [state, version] {
     {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -199,12 +227,7 @@ npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
 
 npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
-  std::shared_ptr<EventState> state = event->state;
-  uint64_t version;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    version = state->recorded;
-  }
+  auto [state, version] = event_version(event, /*bump=*/false);
   if (version == 0) return npuSuccess;  // never recorded: nothing to wait for
   enqueue(stream, [state, version] {
     std::unique_lock<std::mutex> lock(state->mutex);
@@ -245,6 +268,10 @@ npuError_t npuTestHoldStream(npuStream_t stream, npuHold_t* hold) {
   if (stream == nullptr || hold == nullptr) return npuErrorInvalidValue;
   // Never freed (a few bytes per test), so releasing late or twice is harmless.
   npuHold_t h = new npuHold_();
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    all_holds().push_back(h);
+  }
   enqueue(stream, [h] {
     std::unique_lock<std::mutex> lock(h->mutex);
     h->released_cv.wait(lock, [&] { return h->released; });
