@@ -8,10 +8,13 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,18 +26,43 @@ namespace fs = std::filesystem;
 namespace backplane {
 namespace {
 
-// A crash in one of these per-process tests prints its stack (ctest shows only
-// "SegFault" otherwise, and the GPU machine has no debugger).
-void print_stack_and_die(int sig) {
-  void* frames[64];
-  const int n = backtrace(frames, 64);
-  const char header[] = "\n*** fatal signal in loader test; stack:\n";
+// A crash in one of these per-process tests prints where it happened (ctest shows only
+// "SegFault" otherwise, and the GPU machine has no debugger): the faulting address,
+// the instruction pointer and the return address on the stack, each named by dladdr,
+// then the unwound stack.
+void name_address(const char* what, void* address) {
+  Dl_info info{};
+  char line[512];
+  const bool known = address != nullptr && dladdr(address, &info) != 0;
+  const int n = std::snprintf(line, sizeof(line), "%s %p in %s (%s)\n", what, address,
+                              known && info.dli_fname ? info.dli_fname : "?", known && info.dli_sname ? info.dli_sname : "?");
+  (void)!write(STDERR_FILENO, line, static_cast<size_t>(n));
+}
+
+void print_stack_and_die(int sig, siginfo_t* info, void* context) {
+  const char header[] = "\n*** fatal signal in loader test\n";
   (void)!write(STDERR_FILENO, header, sizeof(header) - 1);
-  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  name_address("fault address", info->si_addr);
+#if defined(__x86_64__)
+  name_address("instruction  ", reinterpret_cast<void*>(uc->uc_mcontext.gregs[REG_RIP]));
+  name_address("return to    ", *reinterpret_cast<void* const*>(uc->uc_mcontext.gregs[REG_RSP]));
+#endif
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
-const bool kStackOnCrash = (std::signal(SIGSEGV, print_stack_and_die), std::signal(SIGABRT, print_stack_and_die), true);
+
+bool install_crash_report() {
+  struct sigaction action {};
+  action.sa_sigaction = print_stack_and_die;
+  action.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &action, nullptr);
+  sigaction(SIGABRT, &action, nullptr);
+  return true;
+}
+const bool kCrashReport = install_crash_report();
 
 const std::string kPlugins = BACKPLANE_PLUGIN_DIR;
 const std::string kFixtures = BACKPLANE_FIXTURE_DIR;
