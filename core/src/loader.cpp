@@ -6,14 +6,14 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>
 
+#include "posix_files.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <mutex>
 
-namespace fs = std::filesystem;
 
 namespace backplane {
 
@@ -90,17 +90,12 @@ class Loader {
   }
 
  private:
-  static std::string canonical(const std::string& path) {
-    std::error_code ec;
-    fs::path real = fs::canonical(path, ec);
-    return ec ? path : real.string();
-  }
+  static std::string canonical(const std::string& path) { return detail::real_path(path); }
 
   static std::optional<std::string> find_plugin(const std::string& name, const std::vector<std::string>& dirs) {
     for (const auto& dir : dirs) {
-      fs::path candidate = fs::path(dir) / plugin_file_name(name);
-      std::error_code ec;
-      if (fs::exists(candidate, ec)) return candidate.string();
+      const std::string candidate = detail::join_path(dir, plugin_file_name(name));
+      if (detail::file_exists(candidate)) return candidate;
     }
     return std::nullopt;
   }
@@ -111,14 +106,14 @@ class Loader {
     std::map<std::string, std::string> found;
     const std::string prefix = "libbackplane_", suffix = ".so";
     for (const auto& dir : dirs) {
-      std::error_code ec;
-      for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        const std::string file = entry.path().filename().string();
+      std::vector<std::string> files = detail::list_dir(dir);
+      std::sort(files.begin(), files.end());  // the same listing on every file system
+      for (const auto& file : files) {
         if (file.size() <= prefix.size() + suffix.size() || file.rfind(prefix, 0) != 0 ||
             file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
           continue;
         const std::string name = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
-        if (is_valid_backend_name(name) && !found.count(name)) found[name] = entry.path().string();
+        if (is_valid_backend_name(name) && !found.count(name)) found[name] = detail::join_path(dir, file);
       }
     }
     return found;
@@ -135,19 +130,18 @@ class Loader {
     BackendRecord record;
     record.name = name;
     record.path = canonical(plugin_path);
-    const fs::path manifest_path = fs::path(plugin_path).parent_path() / manifest_file_name(name);
+    const std::string manifest_path = detail::join_path(detail::parent_dir(plugin_path), manifest_file_name(name));
     auto reject = [&](const std::string& why) {
       record.status = BackendStatus::Rejected;
       record.reason = why;
       return record;
     };
-    std::error_code ec;
-    if (!fs::exists(manifest_path, ec))
-      return reject("no manifest " + manifest_path.string() +
+    if (!detail::file_exists(manifest_path))
+      return reject("no manifest " + manifest_path +
                     " beside the plugin; plugins without one are not opened (build them with backplane_add_plugin)");
     Manifest manifest;
     try {
-      manifest = read_manifest(manifest_path.string());
+      manifest = read_manifest(manifest_path);
     } catch (const std::exception& e) {
       return reject(e.what());
     }

@@ -4,7 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <filesystem>
+#include "posix_files.h"
 
 namespace backplane {
 
@@ -22,7 +22,7 @@ bool is_valid_backend_name(const std::string& name) {
 static std::string core_library_dir() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&core_library_dir), &info) == 0 || info.dli_fname == nullptr) return "";
-  return std::filesystem::path(info.dli_fname).parent_path().string();
+  return detail::parent_dir(info.dli_fname);
 }
 
 std::vector<std::string> plugin_search_path(const LoadOptions& options) {

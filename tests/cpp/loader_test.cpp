@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <ftw.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -81,7 +82,13 @@ class TempDir {
     if (made == nullptr) throw std::runtime_error(std::string("mkdtemp failed: ") + std::strerror(errno));
     path_ = made;
   }
-  ~TempDir() { fs::remove_all(path_); }
+  // Not fs::remove_all: torch 2.11's libtorch.so exports its own std::filesystem::remove_all,
+  // which the dynamic linker binds this call to, and on the GPU machine it jumped to a null
+  // address (seen 2026-11-22, torch 2.11.0+cu130). nftw is plain libc.
+  ~TempDir() {
+    nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+         FTW_DEPTH | FTW_PHYS);
+  }
   const std::string& path() const { return path_; }
   // Copies a plugin file in under the name of `as`, with a manifest that `edit` may change.
   void add_plugin(const std::string& from_dir, const std::string& name, const std::string& as,
