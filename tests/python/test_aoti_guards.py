@@ -108,11 +108,25 @@ WRONG_FAKE = textwrap.dedent("""
 """)
 
 
-def test_a_wrong_fake_class_fails_loudly(tmp_path):
+def test_a_wrong_fake_class_never_gives_wrong_numbers(tmp_path):
+    """The pipeline must stop a package that computes wrong numbers. Whether a wrong fake
+    does make the numbers wrong depends on Inductor's layout choices: it did with torch
+    2.14.1 (CPU), it did not for this model with torch 2.11 on the GPU machine's CPU.
+    Either way nothing wrong may pass: a failure must say why, and a package the pipeline
+    accepted must reproduce its input exactly, checked here independently."""
     script = WRONG_FAKE.format(repo=str(REPO), out=str(tmp_path))
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     output = result.stdout + result.stderr
-    assert result.returncode != 0, output
-    # Either torch's input-stride check or the pipeline's comparison stops it.
-    assert "expected bit-for-bit equality" in output or "stride" in output.lower(), output[-3000:]
+    if result.returncode != 0:
+        # Either torch's input-stride check or the pipeline's comparison stopped it.
+        assert "expected bit-for-bit equality" in output or "stride" in output.lower(), output[-3000:]
+        print(f"torch {torch.__version__}: the wrong fake made the package wrong, and the pipeline refused it")
+        return
+    run = pipeline.Run("identity", "cpu", "float32", tmp_path)
+    compiled = torch._inductor.aoti_load_package(str(run.artifact("pt2")))
+    for batch in (2, 5):
+        x = run.inputs(batch)[0]
+        for layout in (x, x.contiguous(memory_format=torch.channels_last)):
+            assert torch.equal(compiled(layout), layout)
+    print(f"torch {torch.__version__}: the wrong fake did not change the numbers; the package is exact")
