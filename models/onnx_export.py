@@ -29,8 +29,7 @@ def _attribute_ref(name: str, attr_type, onnx_field: str):
     """An attribute of a body node that takes the value of the function's attribute `name`."""
     from onnx import AttributeProto
 
-    ref = AttributeProto(name=onnx_field, type=attr_type, ref_attr_name=name)
-    return ref
+    return AttributeProto(name=onnx_field, type=attr_type, ref_attr_name=name)
 
 
 def _functions() -> dict[str, tuple[list[str], list[str], list]]:
