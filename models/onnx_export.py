@@ -118,7 +118,7 @@ def export_onnx(run) -> Path:
     if not io.is_file():
         from .pipeline import save_io
 
-        save_io(run)
+        save_io(run, model)
     batches = []
     for batch_size, inputs, expected, tolerance in load_cases(io, "cpu"):
         out = session.run(None, {n: t.numpy() for n, t in zip(names, inputs)})[0]

@@ -67,8 +67,12 @@ class Run:
     def artifact(self, suffix: str) -> Path:
         return self.out / f"{self.model}-{self.device}-{self.dtype}.{suffix}"
 
-    def build(self) -> torch.nn.Module:
+    def load_backends(self) -> None:
+        """Loads the plugins this device's models and packages call into."""
         backplane.load(BACKENDS[self.device])
+
+    def build(self) -> torch.nn.Module:
+        self.load_backends()
         return self.spec.build(torch.device(self.device), self.torch_dtype)
 
     def inputs(self, batch: int) -> tuple[torch.Tensor, ...]:
@@ -79,45 +83,46 @@ def say(message: str) -> None:
     print(message, flush=True)
 
 
-def _check_cases(run: Run, fn, what: str) -> None:
-    """Runs fn on the inputs at every check batch size against the reference."""
-    model = run.build()
-    for batch in run.spec.check_batches:
-        inputs = run.inputs(batch)
-        expected = run.spec.reference(model, *inputs)
+def reference_cases(run: Run, model: torch.nn.Module):
+    """(batch, inputs, reference output) at every check batch size."""
+    with torch.no_grad():
+        for batch in run.spec.check_batches:
+            inputs = run.inputs(batch)
+            yield batch, inputs, run.spec.reference(model, *inputs)
+
+
+def _check_cases(run: Run, model: torch.nn.Module, fn, what: str) -> None:
+    """Runs fn on the inputs at every check batch size against model's reference."""
+    for batch, inputs, expected in reference_cases(run, model):
         assert_matches(fn(*inputs), expected, run.tolerance, f"{what}, batch {batch}")
     exact = "bit for bit" if run.tolerance == (0, 0) else f"within atol, rtol = {run.tolerance}"
     say(f"{what}: matches the reference {exact} at batch sizes {list(run.spec.check_batches)}")
 
 
 def eager(run: Run) -> None:
+    model = run.build()
     with torch.no_grad():
-        _check_cases(run, run.build(), f"{run.model} eager on {run.device}")
+        _check_cases(run, model, model, f"{run.model} eager on {run.device}")
 
 
 def compile(run: Run) -> None:  # noqa: A001  (the step's name)
     torch._dynamo.reset()
-    compiled = torch.compile(run.build(), fullgraph=True, dynamic=True)
-    with torch.no_grad(), Ticker("torch.compile"):
-        _check_cases(run, compiled, f"{run.model} torch.compile(fullgraph=True) on {run.device}")
-
-
-def export_program(run: Run) -> torch.export.ExportedProgram:
     model = run.build()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True)
+    with torch.no_grad(), Ticker("torch.compile"):
+        _check_cases(run, model, compiled, f"{run.model} torch.compile(fullgraph=True) on {run.device}")
+
+
+def export_program(run: Run, model: torch.nn.Module) -> torch.export.ExportedProgram:
     example = run.inputs(run.spec.traced_batch)
     batch = torch.export.Dim("batch", min=2, max=1024)
     return torch.export.export(model, example, dynamic_shapes=tuple({0: batch} for _ in example))
 
 
-def save_io(run: Run) -> Path:
+def save_io(run: Run, model: torch.nn.Module) -> Path:
     """The inputs and reference outputs every later step is checked against."""
-    model = run.build()
-    cases = []
-    with torch.no_grad():
-        for batch in run.spec.check_batches:
-            inputs = run.inputs(batch)
-            cases.append({"batch": batch, "inputs": [t.cpu() for t in inputs],
-                          "expected": [run.spec.reference(model, *inputs).cpu()]})
+    cases = [{"batch": batch, "inputs": [t.cpu() for t in inputs], "expected": [expected.cpu()]}
+             for batch, inputs, expected in reference_cases(run, model)]
     atol, rtol = run.tolerance
     path = run.artifact("io.pt")
     torch.save({"model": run.model, "device": run.device, "dtype": run.dtype, "atol": float(atol),
@@ -127,16 +132,16 @@ def save_io(run: Run) -> Path:
 
 def export(run: Run) -> Path:
     run.out.mkdir(parents=True, exist_ok=True)
+    model = run.build()
     with Ticker("torch.export"):
-        ep = export_program(run)
+        ep = export_program(run, model)
     ops = sorted({str(n.target) for n in ep.graph.nodes if "backplane" in str(n.target)} |
                  {f"torchbind .{n.args[1]}()" for n in ep.graph.nodes if n.target == torch.ops.higher_order.call_torchbind})
     path = run.artifact("ep.pt2")
     torch.export.save(ep, path)
-    io = save_io(run)
-    exported = ep.module()
+    io = save_io(run, model)
     with torch.no_grad():
-        _check_cases(run, exported, f"{run.model} torch.export on {run.device}")
+        _check_cases(run, model, ep.module(), f"{run.model} torch.export on {run.device}")
     say(f"exported {path.name} (dynamic batch; backplane calls: {', '.join(ops)}); reference cases in {io.name}")
     return path
 
@@ -145,7 +150,7 @@ def _exported(run: Run) -> torch.export.ExportedProgram:
     path = run.artifact("ep.pt2")
     if not path.is_file():
         export(run)
-    run.build()  # loads the plugins the program's ops need
+    run.load_backends()  # the program's ops need their kernels
     return torch.export.load(path)
 
 
@@ -191,7 +196,7 @@ def load(run: Run, probe_first: bool = True) -> None:
     check_package(path)
     if probe_first:
         probe(path, BACKENDS[run.device])
-    run.build()
+    run.load_backends()
     # torch >= 2.14 then checks input strides against what the package was compiled for.
     os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
     compiled = torch._inductor.aoti_load_package(str(path))
