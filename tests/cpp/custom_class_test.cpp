@@ -127,10 +127,15 @@ c10::IValue call(const c10::IValue& self, const std::string& method, std::vector
   return stack.empty() ? c10::IValue() : stack.back();
 }
 
-c10::IValue make_identity_conv(int64_t channels) {
+// An IdentityConv object before __init__ or __setstate__, as the unpickler makes one.
+c10::IValue blank_identity_conv() {
   const auto type = torch::getCustomClass("__torch__.torch.classes.backplane.IdentityConv");
   EXPECT_NE(type, nullptr);
-  c10::IValue obj(c10::ivalue::Object::create(c10::StrongTypePtr(nullptr, type), type->numAttributes()));
+  return c10::ivalue::Object::create(c10::StrongTypePtr(nullptr, type), type->numAttributes());
+}
+
+c10::IValue make_identity_conv(int64_t channels) {
+  c10::IValue obj = blank_identity_conv();
   call(obj, "__init__", {channels});
   return obj;
 }
@@ -151,8 +156,7 @@ TEST(IdentityConvClass, StateRoundTripsThroughGetstateSetstate) {
   const c10::IValue obj = make_identity_conv(7);
   const c10::IValue state = call(obj, "__getstate__");
   ASSERT_TRUE(state.isTuple());
-  const auto type = obj.toObject()->type();
-  c10::IValue copy(c10::ivalue::Object::create(c10::StrongTypePtr(nullptr, type), type->numAttributes()));
+  c10::IValue copy = blank_identity_conv();
   call(copy, "__setstate__", {state});
   EXPECT_EQ(call(copy, "channels").toInt(), 7);
   const auto flat = call(obj, "__obj_flatten__").toTupleRef().elements();
@@ -162,8 +166,7 @@ TEST(IdentityConvClass, StateRoundTripsThroughGetstateSetstate) {
 }
 
 TEST(IdentityConvClass, UninitialisedObjectErrorsClearly) {
-  const auto type = torch::getCustomClass("__torch__.torch.classes.backplane.IdentityConv");
-  c10::IValue obj(c10::ivalue::Object::create(c10::StrongTypePtr(nullptr, type), type->numAttributes()));
+  const c10::IValue obj = blank_identity_conv();
   try {
     call(obj, "channels");
     FAIL() << "expected an error";
