@@ -20,6 +20,7 @@ have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ]; }
 command -v g++ >/dev/null || missing+=(g++)
 command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja-build)
+command -v ccache >/dev/null || missing+=(ccache)
 have_header gtest/gtest.h || missing+=(libgtest-dev)
 have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
 have_header yaml-cpp/yaml.h || missing+=(libyaml-cpp-dev)
