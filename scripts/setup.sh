@@ -20,7 +20,6 @@ have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ]; }
 command -v g++ >/dev/null || missing+=(g++)
 command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja-build)
-command -v ccache >/dev/null || missing+=(ccache)
 have_header gtest/gtest.h || missing+=(libgtest-dev)
 have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
 have_header yaml-cpp/yaml.h || missing+=(libyaml-cpp-dev)
@@ -32,6 +31,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
+
+# ccache only speeds builds up: install it where the package registry is reachable, go on
+# without it elsewhere (the GPU machine has no network).
+if ! command -v ccache >/dev/null && [ "$(id -u)" = 0 ]; then
+  DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q ccache >/dev/null 2>&1 ||
+    say "ccache not installed (no package registry?): builds go on without it"
 fi
 
 # --- Python with torch ---------------------------------------------------------------
