@@ -46,12 +46,4 @@ const char* capability_name(Capability c) {
   }
 }
 
-const KernelTable& kernels_for(Capability c) {
-  switch (c) {
-    case Capability::Avx512: return AVX512::kernel_table();
-    case Capability::Avx2: return AVX2::kernel_table();
-    default: return DEFAULT::kernel_table();
-  }
-}
-
 }  // namespace backplane::cpu

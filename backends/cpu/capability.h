@@ -1,8 +1,6 @@
 // Which instruction set the CPU kernels use in this process.
 #pragma once
 
-#include "kernels.h"
-
 namespace backplane::cpu {
 
 enum class Capability { Default, Avx2, Avx512 };
@@ -11,6 +9,5 @@ enum class Capability { Default, Avx2, Avx512 };
 // (default | avx2 | avx512) when set, e.g. to compare variants in a benchmark.
 Capability capability();
 const char* capability_name(Capability c);
-const KernelTable& kernels_for(Capability c);
 
 }  // namespace backplane::cpu

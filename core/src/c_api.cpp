@@ -2,15 +2,18 @@
 // (ctypes). C, so that no C++ type crosses into Python and no exception escapes:
 // every call returns a status and a malloc'd UTF-8 string (JSON or an error
 // message) that the caller frees with backplane_c_free.
+#include <backplane/conformance.h>
 #include <backplane/coverage.h>
 #include <backplane/loader.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
+#include <backplane/selection.h>
 
 #include "json_writer.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 namespace backplane {
 namespace {
@@ -39,6 +42,33 @@ std::string records_json(const std::vector<BackendRecord>& records) {
   return json::array(items);
 }
 
+std::string ivalue_json(const c10::IValue& v) {
+  if (v.isIntList()) {
+    std::string out;
+    for (auto i : v.toIntVector()) out += (out.empty() ? "" : ", ") + std::to_string(i);
+    return "[" + out + "]";
+  }
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) {
+    std::ostringstream out;
+    out.precision(17);
+    out << v.toDouble();
+    return out.str();
+  }
+  if (v.isBool()) return v.toBool() ? "true" : "false";
+  return "null";
+}
+
+std::string inputs_json(const std::vector<OpInputs>& list) {
+  std::vector<std::string> items;
+  for (const auto& in : list) {
+    json::Object args;
+    for (const auto& [name, value] : in.args) args.raw(name, ivalue_json(value));
+    items.push_back(json::Object().str("name", in.name).raw("args", args.done()).done());
+  }
+  return json::array(items);
+}
+
 std::string ops_json() {
   std::vector<std::string> rows;
   for (const auto& row : coverage(backends())) {
@@ -58,6 +88,11 @@ std::string ops_json() {
                        .str("doc", row.doc)
                        .raw("dtypes", json::list(dtypes))
                        .raw("backends", json::array(cells))
+                       .raw("arguments", json::list(def.arg_names))
+                       .raw("tensor_args", json::list(def.tensor_args))
+                       .str("reference", def.checks.reference)
+                       .raw("samples", inputs_json(def.checks.samples))
+                       .raw("bench", inputs_json(def.checks.bench))
                        .done());
   }
   return json::array(rows);
@@ -137,6 +172,59 @@ __attribute__((visibility("default"))) int backplane_c_info(char** out) {
         .raw("plugin_abi", std::to_string(backplane::kPluginAbi))
         .raw("search_path", backplane::json::list(backplane::plugin_search_path()))
         .done();
+  });
+}
+
+// Per-op plugin selection (selection.h): replaces every preference with spec
+// ("op:a,b;op2:c"; "" clears them). *out is the new preferences string.
+__attribute__((visibility("default"))) int backplane_c_set_preferences(const char* spec, char** out) {
+  return backplane::guarded(out, [&] {
+    backplane::set_preferences(spec);
+    return backplane::json::quote(backplane::preferences_string());
+  });
+}
+
+__attribute__((visibility("default"))) int backplane_c_serving(char** out) {
+  return backplane::guarded(out, [] {
+    std::vector<std::string> rows;
+    for (const auto& s : backplane::serving())
+      rows.push_back(backplane::json::Object()
+                         .str("op", s.op)
+                         .str("dispatch_key", s.dispatch_key)
+                         .str("serving", s.serving)
+                         .str("why", s.why)
+                         .raw("offered_by", backplane::json::list(s.offered_by))
+                         .done());
+    return backplane::json::Object()
+        .raw("serving", backplane::json::array(rows))
+        .str("preferences", backplane::preferences_string())
+        .done();
+  });
+}
+
+// The conformance suite on a loaded backend; ops is a comma list or "" for all. 1: the
+// backend is not loaded or has no device here.
+__attribute__((visibility("default"))) int backplane_c_check(const char* backend, const char* ops, char** out) {
+  return backplane::guarded(out, [&] {
+    const backplane::BackendRecord record = backplane::load(std::string(backend));
+    std::string why;
+    const auto device = backplane::conformance::device_for_key(record.dispatch_key, &why);
+    if (!device) throw backplane::BackendError("backend '" + record.name + "' cannot be checked here: " + why);
+    std::vector<std::string> only;
+    std::stringstream list(ops);
+    for (std::string op; std::getline(list, op, ',');)
+      if (!op.empty()) only.push_back(op);
+    std::vector<std::string> rows;
+    for (const auto& r : backplane::conformance::check_backend(record, *device, only))
+      rows.push_back(backplane::json::Object()
+                         .str("backend", r.backend)
+                         .str("op", r.op)
+                         .str("case", r.case_name)
+                         .str("dtype", r.dtype)
+                         .str("outcome", backplane::conformance::to_string(r.outcome))
+                         .str("detail", r.detail)
+                         .done());
+    return backplane::json::array(rows);
   });
 }
 

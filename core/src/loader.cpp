@@ -6,6 +6,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>
 
+#include "plugin_loading.h"
 #include "posix_files.h"
 
 #include <dlfcn.h>
@@ -42,7 +43,7 @@ std::optional<c10::OperatorHandle> find_op(const std::string& op) {
 class Loader {
  public:
   BackendRecord load(const std::string& name, const LoadOptions& options) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
     if (!is_valid_backend_name(name))
       throw BackendError("invalid backend name '" + name +
                          "': expected a plain identifier ([A-Za-z_][A-Za-z0-9_]*); paths, '/' and '..' are refused");
@@ -69,7 +70,7 @@ class Loader {
 
   std::vector<BackendRecord> load_discovered(const LoadOptions& options) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::recursive_mutex> lock(mutex_);
       for (const auto& [name, path] : discover(plugin_search_path(options))) {
         auto known = records_.find(name);
         if (known != records_.end() && known->second.status == BackendStatus::Loaded) continue;
@@ -80,7 +81,7 @@ class Loader {
   }
 
   std::vector<BackendRecord> backends(const LoadOptions& options) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::map<std::string, BackendRecord> all = records_;
     for (const auto& [name, path] : discover(plugin_search_path(options)))
       if (!all.count(name)) all[name] = inspect(name, path);
@@ -157,23 +158,27 @@ class Loader {
     }
     for (const auto& op : manifest.ops) {
       if (!registry().find(op)) return reject("manifest lists op '" + op + "', which the registry does not define");
-      if (auto why = conflict(name, op, key)) return reject(*why);
+      if (manifest.registration == "direct")
+        if (auto why = direct_conflict(name, op, key)) return reject(*why);
     }
     record.status = BackendStatus::Available;
     return record;
   }
 
-  // Two plugins registering one (op, key) would silently override each other.
-  std::optional<std::string> conflict(const std::string& name, const std::string& op, c10::DispatchKey key) const {
+  // A plugin registering with plain m.impl cannot share a device: it would silently
+  // override the kernel already there (PyTorch only warns). Plugins registering through
+  // the core can (selection.h).
+  std::optional<std::string> direct_conflict(const std::string& name, const std::string& op, c10::DispatchKey key) const {
     auto handle = find_op(op);
     if (!handle || !handle->hasKernelForDispatchKey(key)) return std::nullopt;
+    std::string holder = "a library not loaded through backplane";
     for (const auto& [other, record] : records_)
       if (other != name && record.status == BackendStatus::Loaded && record.dispatch_key == c10::toString(key) &&
           std::count(record.ops.begin(), record.ops.end(), op))
-        return "would register backplane::" + op + " for " + c10::toString(key) + ", already registered by backend '" +
-               other + "' (" + record.path + ")";
-    return "would register backplane::" + op + " for " + c10::toString(key) +
-           ", already registered by a library not loaded through backplane";
+        holder = "backend '" + other + "' (" + record.path + ")";
+    return "would register backplane::" + op + " for " + c10::toString(key) + ", already registered by " + holder +
+           "; it registers directly (m.impl), so it cannot share the device: register with BACKPLANE_KERNEL to let "
+           "the core choose per op";
   }
 
   BackendRecord open(const std::string& name, const std::string& plugin_path) {
@@ -181,15 +186,32 @@ class Loader {
     if (record.status != BackendStatus::Available) return record;
     // RTLD_LOCAL: a plugin's symbols stay its own (plugins also build with hidden
     // visibility). The handle is deliberately never closed.
-    void* handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // Its kernels register during dlopen, through the core (kernel.h), which checks each
+    // against the manifest and keeps every plugin's kernel when two serve one device.
+    detail::LoadingPlugin loading{name, record.dispatch_key, record.ops, {}, {}};
+    void* handle = nullptr;
+    {
+      detail::LoadingScope scope(&loading);
+      handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
     if (handle == nullptr) {
       const char* err = dlerror();
       record.status = BackendStatus::Failed;
       record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
       return record;
     }
+    detail::after_plugin_loaded(name);
+    if (!loading.violations.empty()) {
+      record.status = BackendStatus::Failed;
+      record.reason = "registrations refused (its manifest " +
+                      detail::join_path(detail::parent_dir(record.path), manifest_file_name(name)) + " declares key " +
+                      record.dispatch_key + ", ops [" + join(record.ops) + "]): it " + join(loading.violations, "; it ");
+      return record;
+    }
     record.status = BackendStatus::Loaded;
-    record.ops = registered_ops(c10::parseDispatchKey(record.dispatch_key));
+    // Kernels registered with a plain TORCH_LIBRARY_IMPL bypass the core: for those,
+    // ask the dispatcher.
+    record.ops = !loading.offered.empty() ? loading.offered : registered_ops(c10::parseDispatchKey(record.dispatch_key));
     return record;
   }
 
@@ -202,7 +224,9 @@ class Loader {
     return ops;
   }
 
-  std::mutex mutex_;
+  // Recursive: a plugin's static initializer may call back into the loader while
+  // dlopen holds it (it runs on the loading thread).
+  std::recursive_mutex mutex_;
   std::map<std::string, BackendRecord> records_;
 };
 

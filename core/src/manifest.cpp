@@ -49,6 +49,11 @@ Manifest read_manifest(const std::string& path) {
   m.torch_version = field<std::string>(path, root, "torch_version", "torch major.minor such as \"2.14\"");
   m.cxx11_abi = field<bool>(path, root, "cxx11_abi", "true or false");
   m.ops = field<std::vector<std::string>>(path, root, "ops", "a list of op names");
+  if (root["registration"]) {
+    m.registration = field<std::string>(path, root, "registration", "core or direct");
+    if (m.registration != "core" && m.registration != "direct")
+      fail(path, root["registration"], "key 'registration' should be core or direct, found '" + m.registration + "'");
+  }
   return m;
 }
 
@@ -61,6 +66,7 @@ std::string manifest_to_yaml(const Manifest& m) {
       << "dispatch_key: " << m.dispatch_key << "\n"
       << "torch_version: \"" << m.torch_version << "\"\n"
       << "cxx11_abi: " << (m.cxx11_abi ? "true" : "false") << "\n"
+      << "registration: " << m.registration << "\n"
       << "ops: [";
   for (size_t i = 0; i < m.ops.size(); ++i) out << (i ? ", " : "") << m.ops[i];
   out << "]\n";

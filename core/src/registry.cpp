@@ -22,6 +22,12 @@ int OpDef::arg_index(std::string_view arg) const {
   return it == arg_names.end() ? -1 : static_cast<int>(it - arg_names.begin());
 }
 
+const c10::IValue* OpInputs::find(std::string_view arg) const {
+  for (const auto& [name, value] : args)
+    if (name == arg) return &value;
+  return nullptr;
+}
+
 bool OpDef::supports(c10::ScalarType dtype) const {
   return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
 }

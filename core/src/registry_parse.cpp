@@ -2,6 +2,7 @@
 // what was expected and what was found.
 #include <backplane/registry.h>
 
+#include "op_checks_parse.h"
 #include "shape_rules/shape_rules.h"
 #include "yaml_location.h"
 
@@ -36,6 +37,7 @@ class OpParser {
     parse_doc(required("doc"));
     parse_dtypes(required("dtypes"));
     parse_shape(required("shape"));
+    detail::parse_op_checks(file_, node_, op_);
     return std::move(op_);
   }
 
@@ -63,12 +65,16 @@ class OpParser {
   }
 
   void check_keys() const {
-    static const std::set<std::string> known = {"schema", "doc", "dtypes", "shape"};
+    static const std::set<std::string> known = [] {
+      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape"};
+      keys.insert(std::begin(detail::kOpCheckKeys), std::end(detail::kOpCheckKeys));
+      return keys;
+    }();
     static const std::set<std::string> reserved = {"backward", "backends"};
     for (const auto& entry : node_) {
       const std::string key = scalar(entry.first, "a key");
       if (reserved.count(key)) fail(entry.first, "key '" + key + "' is reserved for later work and not supported yet");
-      if (!known.count(key)) fail(entry.first, "unknown key '" + key + "'; expected one of: schema, doc, dtypes, shape");
+      if (!known.count(key)) fail(entry.first, "unknown key '" + key + "'; expected one of: " + join({known.begin(), known.end()}));
     }
   }
 
@@ -90,6 +96,7 @@ class OpParser {
       fail(node, "schema '" + op_.schema + "' has an overload name ('" + schema.overload_name() +
                      "'); overloads are not supported, give the op its own name");
     op_.name = schema.name();
+    op_.arguments = schema.arguments();
     for (const auto& arg : schema.arguments()) {
       op_.arg_names.push_back(arg.name());
       if (arg.type()->kind() == c10::TypeKind::TensorType) op_.tensor_args.push_back(arg.name());

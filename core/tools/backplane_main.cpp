@@ -1,34 +1,63 @@
-// The `backplane` command: list backends, show op coverage, run the conformance
-// suite. Exit status: 0 success, 1 a backend or a check failed, 2 usage.
+// The `backplane` command. Every subcommand takes --help; unknown flags and extra
+// arguments exit 2 with its usage; list, ops, check and run take --json.
 #include "cli.h"
 
+#include "../src/json_writer.h"
+
+#include <backplane/conformance.h>
 #include <backplane/coverage.h>
-#include <c10/util/Exception.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
+#include <backplane/selection.h>
+
+#include <c10/util/Exception.h>
 
 #include <cstdlib>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 namespace backplane::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: backplane <command> [--backends a,b] [--plugin-dir DIR]
+constexpr const char* kCommonFlags = R"(common flags:
+  --backends a,b     load exactly these (default: $BACKPLANE_BACKENDS, else every plugin found;
+                     "none" loads none)
+  --plugin-dir DIR   search DIR before $BACKPLANE_PLUGIN_PATH and the installed plugins
+  --prefer SPEC      which plugin serves an op where two serve one device:
+                     "rms_norm:cpu_alt,cpu;*:cpu" (as $BACKPLANE_PREFER)
+  -h, --help         this help
+)";
+
+constexpr const char* kUsage = R"(usage: backplane <command> [flags]
 
 commands:
-  list    every backend on the search path, each loaded if it can be: status, dispatch key,
+  list    every plugin on the search path, each loaded if it can be: status, dispatch key,
           version, ops, and the path or the reason it failed
-  ops     the coverage table: each registry op on each backend, with its dtypes
-  check   the conformance suite (every op against PyTorch) on each loaded backend
-  run     MODEL.pt2 --input MODEL.io.pt [--repeat N]: run an AOTInductor package with no
-          Python, check it against the reference saved at export, report latency
+  ops     the coverage table: each registry op on each backend (dtypes measured by calling
+          it), and which plugin serves each op where two serve one device
+  check   the conformance suite (every op against its PyTorch reference) on each backend
+  run     MODEL.pt2 --input MODEL.io.pt: run an AOTInductor package with no Python, check it
+          against the reference saved at export, report latency
 
---backends a,b    load exactly these (default: $BACKPLANE_BACKENDS, else every backend found;
-                  "none" loads none)
---plugin-dir DIR  search DIR before $BACKPLANE_PLUGIN_PATH and the build directory
+`backplane <command> --help` shows a command's flags.
+
+exit codes:
+  0  success
+  1  a check, a run or a named backend failed
+  2  bad command line (unknown command or flag, missing value, extra argument)
 )";
+
+struct Command {
+  const char* usage;                // first help line
+  const char* summary;              // what it does
+  std::vector<std::string> flags;   // its own flags besides the common ones
+  std::vector<std::string> valued;  // those that take a value
+  bool positional = false;          // takes positional arguments (run: the package)
+  std::function<int(const Options&)> run;
+};
 
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> out;
@@ -44,52 +73,181 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+std::string record_json(const BackendRecord& r) {
+  return json::Object()
+      .str("name", r.name)
+      .str("status", to_string(r.status))
+      .str("reason", r.reason)
+      .str("path", r.path)
+      .str("version", r.version)
+      .str("dispatch_key", r.dispatch_key)
+      .raw("ops", json::list(r.ops))
+      .done();
+}
+
 int list_command(const Options& options) {
   const auto records = load_selected(options);
+  if (options.json) {
+    std::vector<std::string> rows;
+    for (const auto& r : records) rows.push_back(record_json(r));
+    std::cout << json::Object()
+                     .str("core_version", core_version())
+                     .str("torch", torch_major_minor())
+                     .raw("plugin_abi", std::to_string(kPluginAbi))
+                     .raw("search_path", json::list(plugin_search_path(options.load)))
+                     .raw("backends", json::array(rows))
+                     .done()
+              << "\n";
+    return kExitOk;
+  }
   std::cout << "backplane " << core_version() << ", torch " << torch_major_minor() << ", plugin ABI " << kPluginAbi
             << "\nsearch path: " << join(plugin_search_path(options.load), ":") << "\n\n";
-  std::cout << std::left << std::setw(10) << "BACKEND" << std::setw(11) << "STATUS" << std::setw(13) << "KEY"
+  std::cout << std::left << std::setw(12) << "BACKEND" << std::setw(11) << "STATUS" << std::setw(13) << "KEY"
             << std::setw(9) << "VERSION" << std::setw(5) << "OPS" << "PATH / REASON\n";
   for (const auto& r : records) {
-    std::cout << std::left << std::setw(10) << r.name << std::setw(11) << to_string(r.status) << std::setw(13)
+    std::cout << std::left << std::setw(12) << r.name << std::setw(11) << to_string(r.status) << std::setw(13)
               << (r.dispatch_key.empty() ? "-" : r.dispatch_key) << std::setw(9)
               << (r.version.empty() ? "-" : r.version) << std::setw(5) << r.ops.size() << r.path << "\n";
-    if (!r.reason.empty()) std::cout << std::string(48, ' ') << "reason: " << r.reason << "\n";
+    if (!r.reason.empty()) std::cout << std::string(50, ' ') << "reason: " << r.reason << "\n";
   }
   if (records.empty()) std::cout << "(no plugins found)\n";
-  return 0;
+  return kExitOk;
+}
+
+// What `ops` shows in a cell: the dtypes a loaded backend was measured to accept, or what
+// an unloaded one's manifest declares.
+struct Cell {
+  bool implemented = false;
+  bool measured = false;
+  std::vector<std::string> dtypes;
+};
+
+Cell cell_for(const BackendRecord& r, const OpDef& op) {
+  Cell cell;
+  cell.implemented = std::count(r.ops.begin(), r.ops.end(), op.name) > 0;
+  if (!cell.implemented) return cell;
+  std::optional<c10::Device> device;
+  if (r.status == BackendStatus::Loaded) device = conformance::device_for_key(r.dispatch_key, nullptr);
+  if (device) {
+    cell.measured = true;
+    for (auto d : conformance::measured_dtypes(r, op, *device)) cell.dtypes.push_back(dtype_name(d));
+  } else {
+    for (auto d : op.dtypes) cell.dtypes.push_back(dtype_name(d));
+  }
+  return cell;
 }
 
 int ops_command(const Options& options) {
   const auto records = load_selected(options);
-  std::cout << std::left << std::setw(16) << "OP";
-  for (const auto& r : records) std::cout << std::setw(12) << (r.name + (r.status == BackendStatus::Loaded ? "" : "*"));
-  std::cout << "DTYPES\n";
-  for (const auto& row : coverage(records)) {
-    std::cout << std::left << std::setw(16) << row.op;
-    std::vector<std::string> dtypes;
-    for (const auto& cell : row.backends) {
-      std::cout << std::setw(12) << (cell.implemented ? "yes" : "MISSING");
-      if (cell.implemented) dtypes = cell.dtypes;
-    }
+  const auto served = serving();
+  std::vector<std::string> json_rows;
+  if (!options.json) {
+    std::cout << std::left << std::setw(16) << "OP";
+    for (const auto& r : records) std::cout << std::setw(12) << r.name;
+    std::cout << "DTYPES (registry)\n";
+  }
+  for (const auto& op : registry().ops()) {
     std::vector<std::string> declared;
-    for (auto d : registry().find(row.op)->dtypes) declared.push_back(dtype_name(d));
+    for (auto d : op.dtypes) declared.push_back(dtype_name(d));
+    std::vector<std::string> cells_json;
+    if (!options.json) std::cout << std::left << std::setw(16) << op.name;
+    for (const auto& r : records) {
+      const Cell cell = cell_for(r, op);
+      if (options.json) {
+        cells_json.push_back(json::Object()
+                                 .str("backend", r.name)
+                                 .raw("implemented", cell.implemented ? "true" : "false")
+                                 .raw("measured", cell.measured ? "true" : "false")
+                                 .raw("dtypes", json::list(cell.dtypes))
+                                 .done());
+        continue;
+      }
+      std::string text = !cell.implemented                     ? "-"
+                         : !cell.measured                        ? "yes*"
+                         : cell.dtypes.size() == declared.size() ? "yes"
+                         : cell.dtypes.empty()                   ? "FAILS"
+                                                                 : "partial";
+      std::cout << std::setw(12) << text;
+    }
+    if (options.json) {
+      json_rows.push_back(json::Object()
+                              .str("op", op.name)
+                              .str("schema", op.schema)
+                              .str("doc", op.doc)
+                              .raw("dtypes", json::list(declared))
+                              .raw("backends", json::array(cells_json))
+                              .done());
+      continue;
+    }
     std::cout << join(declared, ",") << "\n";
   }
-  bool any_not_loaded = false;
-  for (const auto& r : records) any_not_loaded |= r.status != BackendStatus::Loaded;
-  if (any_not_loaded) std::cout << "* not loaded: coverage as its manifest declares\n";
-  return 0;
+  std::vector<std::string> serving_json;
+  bool any_conflict = false;
+  for (const auto& s : served) {
+    serving_json.push_back(json::Object()
+                               .str("op", s.op)
+                               .str("dispatch_key", s.dispatch_key)
+                               .str("serving", s.serving)
+                               .str("why", s.why)
+                               .raw("offered_by", json::list(s.offered_by))
+                               .done());
+    if (s.offered_by.size() < 2 || options.json) continue;
+    if (!any_conflict) std::cout << "\nserved by (where plugins share a device):\n";
+    any_conflict = true;
+    std::cout << "  " << std::setw(16) << s.op << std::setw(13) << s.dispatch_key << s.serving << " (" << s.why
+              << "); offered by " << join(s.offered_by, ", ") << "\n";
+  }
+  if (options.json) {
+    std::cout << json::Object()
+                     .raw("ops", json::array(json_rows))
+                     .raw("serving", json::array(serving_json))
+                     .str("preferences", preferences_string())
+                     .done()
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << "\n-: not implemented on that backend. yes: every registry dtype ran and matched the op's "
+               "reference.\npartial / FAILS: some / no dtype did (`backplane ops --json` lists them, `backplane check` "
+               "says why).\nyes*: as its manifest declares, not measured here (not loaded, or no device).\n";
+  return kExitOk;
+}
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> all = {
+      {"list", {"backplane list [--json] [common flags]", "Every plugin on the search path, loaded if it can be.", {"--json"}, {}, false, list_command}},
+      {"ops", {"backplane ops [--json] [common flags]", "The coverage table op x backend, and which plugin serves each op.", {"--json"}, {}, false, ops_command}},
+      {"check",
+       {"backplane check [--ops a,b] [-v] [--json] [common flags]",
+        "The conformance suite on each backend: one line per op; an op a backend lacks is 'not implemented on "
+        "BACKEND'.\n  --ops a,b   only these ops\n  -v          every failure in full (dispatcher detail included)",
+        {"--json", "-v", "--ops"}, {"--ops"}, false, check_command}},
+      {"run",
+       {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [common flags]",
+        "Run an AOTInductor package from C++ with no Python, check it against the saved reference, report latency.",
+        {"--input", "--repeat"}, {"--input", "--repeat"}, true, run_command}},
+  };
+  return all;
+}
+
+void print_help(const std::string& name, const Command& c, std::ostream& out) {
+  out << "usage: " << c.usage << "\n\n" << c.summary << "\n\n" << kCommonFlags;
+  (void)name;
 }
 
 }  // namespace
 
 std::vector<BackendRecord> load_selected(const Options& options) {
-  std::vector<std::string> names = options.backends;
-  if (names.empty())
-    if (const char* env = std::getenv("BACKPLANE_BACKENDS")) names = split(env);
+  std::vector<std::string> names;
+  if (options.backends) {
+    names = *options.backends;
+  } else if (const char* env = std::getenv("BACKPLANE_BACKENDS")) {
+    names = split(env);
+    if (names.empty())
+      throw BackendError("BACKPLANE_BACKENDS is set but names no backend; unset it to load every plugin found, or "
+                         "set it to 'none'");
+  }
   if (names.empty()) return load_discovered(options.load);
-  if (names == std::vector<std::string>{"none"}) return backends(options.load);  // load nothing
+  if (names == std::vector<std::string>{"none"}) return {};
   load(names, options.load);
   std::vector<BackendRecord> selected;
   for (auto& r : backends(options.load))
@@ -104,42 +262,77 @@ int main(int argc, char** argv) {
   using namespace backplane::cli;
   if (argc < 2) {
     std::cerr << kUsage;
-    return 2;
+    return kExitUsage;
   }
-  const std::string command = argv[1];
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  auto it = commands().find(name);
+  if (it == commands().end()) {
+    std::cerr << "backplane: unknown command '" << name << "'\n\n" << kUsage;
+    return kExitUsage;
+  }
+  const Command& command = it->second;
+  auto usage_error = [&](const std::string& what) {
+    std::cerr << "backplane " << name << ": " << what << "\n\n";
+    print_help(name, command, std::cerr);
+    return kExitUsage;
+  };
   Options options;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((arg == "--backends" || arg == "--plugin-dir") && i + 1 >= argc) {
-      std::cerr << "backplane: " << arg << " needs a value\n" << kUsage;
-      return 2;
+    if (arg == "-h" || arg == "--help") {
+      print_help(name, command, std::cout);
+      return kExitOk;
     }
-    if (arg == "--backends")
-      options.backends = split(argv[++i]);
-    else if (arg == "--plugin-dir")
+    const bool common_valued = arg == "--backends" || arg == "--plugin-dir" || arg == "--prefer";
+    const bool own = std::count(command.flags.begin(), command.flags.end(), arg) > 0;
+    const bool own_valued = std::count(command.valued.begin(), command.valued.end(), arg) > 0;
+    if ((common_valued || own_valued) && i + 1 >= argc) return usage_error(arg + " needs a value");
+    if (arg == "--backends") {
+      const std::string value = argv[++i];
+      options.backends = split(value);
+      if (options.backends->empty())
+        return usage_error("--backends '" + value + "' names no backend (use --backends none to load none)");
+    } else if (arg == "--plugin-dir") {
       options.load.dir = argv[++i];
-    else
+    } else if (arg == "--prefer") {
+      try {
+        backplane::prefer_from_string(argv[++i]);
+      } catch (const std::exception& e) {
+        return usage_error(std::string("--prefer: ") + e.what());
+      }
+    } else if (own && arg == "--json") {
+      options.json = true;
+    } else if (own && arg == "-v") {
+      options.verbose = true;
+    } else if (own && arg == "--ops") {
+      options.ops = split(argv[++i]);
+      for (const auto& op : options.ops)
+        if (!backplane::registry().find(op)) return usage_error("--ops: the registry has no op '" + op + "'");
+    } else if (own) {  // the subcommand's own flags (run): passed on with their value
       options.rest.push_back(arg);
+      if (own_valued) options.rest.push_back(argv[++i]);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage_error("unknown flag '" + arg + "'");
+    } else if (command.positional) {
+      options.rest.push_back(arg);
+    } else {
+      return usage_error("unexpected argument '" + arg + "'");
+    }
   }
   try {
-    if (command == "list") return list_command(options);
-    if (command == "ops") return ops_command(options);
-    if (command == "check") return check_command(options);
-    if (command == "run") return run_command(options);
-    if (command == "-h" || command == "--help" || command == "help") {
-      std::cout << kUsage;
-      return 0;
-    }
-    std::cerr << "backplane: unknown command '" << command << "'\n" << kUsage;
-    return 2;
+    return command.run(options);
   } catch (const backplane::BackendError& e) {
-    std::cerr << "backplane: " << e.what() << "\n";
-    return 1;
+    std::cerr << "backplane " << name << ": " << e.what() << "\n";
+    return kExitFailed;
   } catch (const c10::Error& e) {  // a bad package or input file, as torch reports it
-    std::cerr << "backplane " << command << ": " << e.what_without_backtrace() << "\n";
-    return 1;
+    std::cerr << "backplane " << name << ": " << e.what_without_backtrace() << "\n";
+    return kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << "backplane " << command << ": " << e.what() << "\n";
-    return 1;
+    std::cerr << "backplane " << name << ": " << e.what() << "\n";
+    return kExitFailed;
   }
 }

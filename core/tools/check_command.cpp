@@ -1,8 +1,9 @@
 // `backplane check`: the conformance suite on each loaded backend, one line per op.
 #include "cli.h"
 
-#include "../../tests/conformance/conformance.h"
+#include "../src/json_writer.h"
 
+#include <backplane/conformance.h>
 #include <backplane/registry.h>
 
 #include <iomanip>
@@ -11,38 +12,80 @@
 namespace backplane::cli {
 
 int check_command(const Options& options) {
+  using conformance::Outcome;
   int failures = 0;
-  std::cout << std::left << std::setw(10) << "BACKEND" << std::setw(16) << "OP" << std::setw(8) << "PASSED"
-            << std::setw(8) << "FAILED" << "SKIPPED\n";
+  std::vector<std::string> json_rows;
+  if (!options.json)
+    std::cout << std::left << std::setw(12) << "BACKEND" << std::setw(16) << "OP" << std::setw(8) << "PASSED"
+              << std::setw(8) << "FAILED" << "SKIPPED\n";
   for (const auto& record : load_selected(options)) {
-    if (record.status != BackendStatus::Loaded) {
-      std::cout << std::setw(10) << record.name << "not checked: " << to_string(record.status) << ": " << record.reason
-                << "\n";
-      continue;
-    }
     std::string why;
-    auto device = conformance::device_for_key(record.dispatch_key, &why);
+    std::optional<c10::Device> device;
+    if (record.status != BackendStatus::Loaded)
+      why = std::string(to_string(record.status)) + ": " + record.reason;
+    else
+      device = conformance::device_for_key(record.dispatch_key, &why);
     if (!device) {
-      std::cout << std::setw(10) << record.name << "not checked: " << why << "\n";
+      if (options.json)
+        json_rows.push_back(json::Object().str("backend", record.name).str("status", "not checked").str("reason", why).done());
+      else
+        std::cout << std::setw(12) << record.name << "not checked: " << why << "\n";
       continue;
     }
-    for (const auto& suite : conformance::suites()) {
+    const auto results = conformance::check_backend(record, *device, options.ops);
+    for (const auto& op : registry().ops()) {
       int passed = 0, failed = 0, skipped = 0;
-      std::vector<conformance::Result> bad;
-      for (const auto& c : suite.cases)
-        for (auto dtype : registry().find(suite.op)->dtypes) {
-          auto r = conformance::run_case(suite, c, dtype, *device);
-          if (r.skipped) ++skipped;
-          else if (r.passed) ++passed;
-          else { ++failed; bad.push_back(r); }
-        }
-      std::cout << std::setw(10) << record.name << std::setw(16) << suite.op << std::setw(8) << passed << std::setw(8)
-                << failed << skipped << "\n";
-      for (const auto& r : bad) std::cout << "    FAILED " << r.case_name << " [" << r.dtype << "]: " << r.detail << "\n";
+      bool missing = false, ran = false;
+      std::vector<const conformance::Result*> bad;
+      for (const auto& r : results) {
+        if (r.op != op.name) continue;
+        ran = true;
+        if (r.outcome == Outcome::NotImplemented) missing = true;
+        else if (r.outcome == Outcome::Skipped) ++skipped;
+        else if (r.outcome == Outcome::Passed) ++passed;
+        else { ++failed; bad.push_back(&r); }
+      }
+      if (!ran) continue;
       failures += failed;
+      if (options.json) {
+        json::Object row;
+        row.str("backend", record.name).str("op", op.name);
+        if (missing) {
+          row.str("status", "not implemented");
+        } else {
+          row.str("status", failed ? "failed" : "passed")
+              .raw("passed", std::to_string(passed))
+              .raw("failed", std::to_string(failed))
+              .raw("skipped", std::to_string(skipped));
+          std::vector<std::string> failures_json;
+          for (const auto* r : bad)
+            failures_json.push_back(
+                json::Object().str("case", r->case_name).str("dtype", r->dtype).str("detail", r->detail).done());
+          row.raw("failures", json::array(failures_json));
+        }
+        json_rows.push_back(row.done());
+        continue;
+      }
+      std::cout << std::setw(12) << record.name << std::setw(16) << op.name;
+      if (missing) {
+        std::cout << "not implemented on " << record.name << "\n";
+        continue;
+      }
+      std::cout << std::setw(8) << passed << std::setw(8) << failed << skipped << "\n";
+      const size_t shown = options.verbose ? bad.size() : std::min<size_t>(bad.size(), 3);
+      for (size_t i = 0; i < shown; ++i) {
+        std::string detail = bad[i]->detail;
+        // A dispatcher error carries a dump of every kernel; one line unless -v.
+        if (!options.verbose && detail.find('\n') != std::string::npos) detail = detail.substr(0, detail.find('\n')) + " (-v for more)";
+        std::cout << "    FAILED " << bad[i]->case_name << " [" << bad[i]->dtype << "]: " << detail << "\n";
+      }
+      if (shown < bad.size()) std::cout << "    ... and " << bad.size() - shown << " more (-v lists all)\n";
     }
   }
-  std::cout << (failures == 0 ? "all checks passed against PyTorch\n" : "some checks FAILED\n");
+  if (options.json)
+    std::cout << json::array(json_rows) << "\n";
+  else
+    std::cout << (failures == 0 ? "every implemented op passed against PyTorch\n" : "some checks FAILED\n");
   return failures == 0 ? 0 : 1;
 }
 

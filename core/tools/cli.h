@@ -3,19 +3,28 @@
 
 #include <backplane/loader.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace backplane::cli {
 
+// Exit codes, as `backplane --help` documents them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;  // a check, a run or a named backend failed
+inline constexpr int kExitUsage = 2;   // bad command line
+
 struct Options {
-  std::vector<std::string> backends;  // --backends a,b (empty: BACKPLANE_BACKENDS, else all found)
-  LoadOptions load;                   // --plugin-dir
-  std::vector<std::string> rest;      // arguments the subcommand reads itself
+  std::optional<std::vector<std::string>> backends;  // --backends a,b (unset: BACKPLANE_BACKENDS, else all found)
+  LoadOptions load;                                  // --plugin-dir DIR
+  std::vector<std::string> ops;                      // --ops a,b: only these (check)
+  bool json = false;                                 // --json: machine-readable output on stdout
+  bool verbose = false;                              // -v: every failure in full
+  std::vector<std::string> rest;                     // what the subcommand reads itself (run)
 };
 
 // Loads what the options name (throws BackendError), or every backend found when
-// none is named (broken ones are recorded, never thrown). Returns backends().
+// none is named (broken ones are recorded, never thrown). Returns the records selected.
 std::vector<BackendRecord> load_selected(const Options& options);
 
 int check_command(const Options& options);

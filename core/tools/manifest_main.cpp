@@ -2,6 +2,7 @@
 // in this (separate) process, asks the dispatcher which registry ops now have a
 // kernel for the plugin's dispatch key, and writes the manifest the loader reads
 // before it opens the plugin in a user's process.
+#include <backplane/kernel.h>
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const std::size_t before = backplane::detail::core_registrations();
   if (dlopen(args["--plugin"].c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
     std::cerr << "backplane_manifest: cannot open " << args["--plugin"] << ": " << dlerror() << "\n";
     return 1;
@@ -44,6 +46,9 @@ int main(int argc, char** argv) {
     else
       missing.push_back(op.name);
   }
+  // Every kernel through the core (BACKPLANE_KERNEL), or some registered directly.
+  const std::size_t through_core = backplane::detail::core_registrations() - before;
+  manifest.registration = through_core >= manifest.ops.size() ? "core" : "direct";
   std::ofstream(args["--out"]) << backplane::manifest_to_yaml(manifest);
   // A vendor sees at build time which ops their backend still lacks.
   if (!missing.empty()) {

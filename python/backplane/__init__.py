@@ -15,8 +15,12 @@ import os
 from dataclasses import dataclass
 
 from ._native import BackendError, core, lib_dir
+from .selection import Serving, preferences, prefer, serving
 
-__all__ = ["Backend", "BackendError", "OpInfo", "backends", "classes", "info", "lib_dir", "load", "ops"]
+__all__ = [
+    "Backend", "BackendError", "CheckResult", "OpInfo", "Serving", "backends", "check", "classes", "info",
+    "lib_dir", "load", "ops", "preferences", "prefer", "serving",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,22 @@ class OpInfo:
     dtypes: tuple[str, ...]
     # backend name -> dtypes it implements this op for (empty: not implemented)
     backends: dict[str, tuple[str, ...]]
+    arguments: tuple[str, ...] = ()
+    tensor_args: tuple[str, ...] = ()
+    reference: str = ""  # the PyTorch call the conformance suite compares against
+    # Registry inputs: {"name", "args": {arg: sizes for Tensors, else the value}}
+    samples: tuple[dict, ...] = ()
+    bench: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    backend: str
+    op: str
+    case: str
+    dtype: str
+    outcome: str  # passed | failed | skipped | not implemented
+    detail: str
 
 
 def _backend(record: dict) -> Backend:
@@ -93,9 +113,22 @@ def ops() -> list[OpInfo]:
             doc=row["doc"],
             dtypes=tuple(row["dtypes"]),
             backends={c["backend"]: tuple(c["dtypes"]) for c in row["backends"]},
+            arguments=tuple(row["arguments"]),
+            tensor_args=tuple(row["tensor_args"]),
+            reference=row["reference"],
+            samples=tuple(row["samples"]),
+            bench=tuple(row["bench"]),
         )
         for row in core().ops()
     ]
+
+
+def check(backend: str, ops: str | list[str] = ()) -> list[CheckResult]:
+    """Runs the conformance suite (the one `backplane check` runs) on a loaded backend's
+    kernels: every op, or those named, x case x dtype. An op the backend lacks gives one
+    result with outcome "not implemented"."""
+    names = ops.split(",") if isinstance(ops, str) else list(ops)
+    return [CheckResult(**r) for r in core().check(backend, ",".join(n for n in names if n))]
 
 
 def info() -> dict:

@@ -79,6 +79,9 @@ class _Core:
             "backplane_c_ops": [out],
             "backplane_c_info": [out],
             "backplane_c_classes": [out],
+            "backplane_c_set_preferences": [ctypes.c_char_p, out],
+            "backplane_c_serving": [out],
+            "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, out],
         }.items():
             fn = getattr(self._lib, name)
             fn.argtypes = args
@@ -113,6 +116,15 @@ class _Core:
 
     def info(self):
         return self._call("backplane_c_info")
+
+    def set_preferences(self, spec: str) -> str:
+        return self._call("backplane_c_set_preferences", spec.encode())
+
+    def serving(self):
+        return self._call("backplane_c_serving")
+
+    def check(self, backend: str, ops: str):
+        return self._call("backplane_c_check", backend.encode(), ops.encode())
 
 
 _core: _Core | None = None

@@ -3,6 +3,7 @@
 #include <backplane/loader.h>
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
+#include <backplane/selection.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -117,6 +118,11 @@ std::string load_error(const std::string& name, const LoadOptions& options = {})
     return e.what();
   }
   return "(no error)";
+}
+
+at::Tensor identity(const at::Tensor& x) {
+  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::identity_conv", "").typed<at::Tensor(const at::Tensor&)>();
+  return op.call(x);
 }
 
 void expect_contains(const std::string& text, const std::string& part) {
@@ -251,21 +257,87 @@ TEST(Loader, MissingDependencyNamesIt) {
   expect_contains(err, "libbackplane_fixture_dep.so: cannot open shared object file");
 }
 
-TEST(Loader, SecondKernelForTheSameKeyIsRefused) {
+TEST(Loader, DirectRegistrationOnATakenKeyIsRefused) {
   load("cpu");
   const std::string err = load_error("fixture_dup", in(kFixtures));
   expect_contains(err, "backend 'fixture_dup' rejected");
   expect_contains(err, "would register backplane::identity_conv for CPU, already registered by backend 'cpu' (" +
                            fs::canonical(kPlugins + "/libbackplane_cpu.so").string() + ")");
+  expect_contains(err, "it registers directly (m.impl), so it cannot share the device");
   // cpu's kernel is still the one that runs: the duplicate was never opened.
   at::Tensor x = at::randn({4});
-  auto id = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::identity_conv", "").typed<at::Tensor(const at::Tensor&)>();
-  EXPECT_TRUE(id.call(x).equal(x));
+  EXPECT_TRUE(identity(x).equal(x));
 }
 
-TEST(Loader, FirstComeKeepsTheKeyEitherWay) {
+TEST(Loader, CorePluginAfterADirectOneIsRefusedNotSilent) {
   EXPECT_EQ(load("fixture_dup", in(kFixtures)).status, BackendStatus::Loaded);
-  expect_contains(load_error("cpu"), "would register backplane::identity_conv for CPU, already registered by backend 'fixture_dup'");
+  const std::string err = load_error("cpu");
+  expect_contains(err, "backend 'cpu' failed");
+  expect_contains(err, "would register backplane::identity_conv for CPU, already registered directly (m.impl)");
+}
+
+// Two plugins registering through the core serve one device; the core chooses per op.
+TEST(Selection, FirstLoadedServesUntilAPreferenceSaysOtherwise) {
+  load("cpu");
+  EXPECT_EQ(load("cpu_alt", in(kFixtures)).status, BackendStatus::Loaded);
+  const at::Tensor x = at::randn({5});
+  EXPECT_EQ(serving_plugin("identity_conv", "CPU"), "cpu");
+  EXPECT_TRUE(identity(x).equal(x));
+  prefer("identity_conv", {"cpu_alt"});
+  EXPECT_EQ(serving_plugin("identity_conv", "CPU"), "cpu_alt");
+  EXPECT_TRUE(identity(x).equal(-x)) << "cpu_alt's kernel (-x) should serve now";
+  {
+    const ScopedPreference back("identity_conv", {"cpu"});
+    EXPECT_TRUE(identity(x).equal(x));
+  }
+  EXPECT_TRUE(identity(x).equal(-x)) << "the scope must restore the earlier preference";
+  prefer("identity_conv", {});
+  EXPECT_TRUE(identity(x).equal(x));
+  // Ops only cpu offers are untouched, whatever the preference.
+  prefer("*", {"cpu_alt"});
+  EXPECT_EQ(serving_plugin("add", "CPU"), "cpu");
+  EXPECT_EQ(serving_plugin("identity_conv", "CPU"), "cpu_alt");
+}
+
+TEST(Selection, ConflictsAreListedWithTheirReason) {
+  load("cpu");
+  load("cpu_alt", in(kFixtures));
+  bool found = false;
+  for (const auto& r : serving()) {
+    if (r.op != "identity_conv") {
+      EXPECT_EQ(r.offered_by.size(), 1u) << r.op;
+      EXPECT_EQ(r.why, "only offer");
+      continue;
+    }
+    found = true;
+    EXPECT_EQ(r.dispatch_key, "CPU");
+    EXPECT_EQ(r.offered_by, (std::vector<std::string>{"cpu", "cpu_alt"}));
+    EXPECT_EQ(r.why, "loaded first");
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Selection, PreferenceBeforeLoadingApplies) {
+  prefer_from_string("identity_conv:cpu_alt,cpu");
+  load("cpu");
+  load("cpu_alt", in(kFixtures));
+  const at::Tensor x = at::randn({3});
+  EXPECT_TRUE(identity(x).equal(-x));
+  EXPECT_EQ(preferences_string(), "identity_conv:cpu_alt,cpu");
+}
+
+TEST(Selection, BadPreferencesNameWhatIsWrong) {
+  EXPECT_THROW(prefer("nosuch_op", {"cpu"}), std::invalid_argument);
+  try {
+    prefer_from_string("identity_conv");
+  } catch (const std::invalid_argument& e) {
+    expect_contains(e.what(), "expected op:plugin[,plugin...]");
+  }
+  try {
+    prefer("add", {"../x"});
+  } catch (const std::invalid_argument& e) {
+    expect_contains(e.what(), "'../x' is not a plugin name");
+  }
 }
 
 TEST(Loader, SecondCopyFromAnotherPathIsRefused) {

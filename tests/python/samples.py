@@ -1,25 +1,54 @@
-"""Sample arguments for every registry op, shared by the opcheck, compile and export tests."""
+"""Sample arguments for every registry op, derived from the registry (the same samples the
+conformance suite uses), shared by the opcheck, compile, export and device tests."""
 import torch
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+_DTYPE_NAMES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+                "bfloat16": torch.bfloat16}
 
 
-def samples(dtype=torch.float32, device="cpu"):
-    """op name -> list of (args, kwargs); random values, several shapes and layouts each."""
+def op_names():
+    """Every registry op, in registry order: what the tests are parametrized over."""
+    import backplane
+
+    return [op.name for op in backplane.ops()]
+
+
+def samples(dtype=torch.float32, device="cpu", per_op=3):
+    """op name -> list of (args, kwargs): the op's first `per_op` registry samples with
+    random values, plus the first again with every Tensor argument of 2 or more
+    dimensions strided (a view of every other column). Ops that do not take `dtype` get
+    no samples for it."""
+    import backplane
+
     g = torch.Generator().manual_seed(0)
 
-    def t(*sizes):
-        return torch.randn(*sizes, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)
+    def tensor(sizes, strided):
+        if strided and len(sizes) >= 2:
+            wide = list(sizes[:-1]) + [sizes[-1] * 2]
+            return torch.randn(wide, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)[..., ::2]
+        return torch.randn(sizes, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)
 
-    strided = t(4, 10)[:, ::2]
-    return {
-        "identity_conv": [((t(3, 5),), {}), ((strided,), {}), ((t(0, 2),), {})],
-        "add": [((t(3, 5), t(3, 5)), {}), ((t(4, 1, 5), t(3, 5)), {"alpha": 2.5}), ((strided, t(5)), {})],
-        "scale_": [((t(3, 5), 1.5), {}), ((t(7), -2.0), {})],
-        "sin_out": [((t(3, 5),), {"out": t(3, 5)}), ((strided,), {"out": t(4, 5)}), ((t(0, 3),), {"out": t(0, 3)})],
-        "crop": [((t(3, 8, 8), [1, 2, 4, 5]), {}), ((t(6, 7), [0, 0, 6, 7]), {})],
-        "rms_norm": [((t(4, 16), t(16)), {}), ((t(2, 3, 8), t(8), 1e-3), {}), ((strided, t(5)), {})],
-    }
+    out = {}
+    for op in backplane.ops():
+        if dtype not in [_DTYPE_NAMES[d] for d in op.dtypes if d in _DTYPE_NAMES]:
+            out[op.name] = []
+            continue
+        schema = getattr(torch.ops.backplane, op.name).default._schema
+        chosen = [(s, False) for s in op.samples[:per_op]] + [(op.samples[0], True)]
+        cases = []
+        for sample, strided in chosen:
+            args, kwargs = [], {}
+            for arg in schema.arguments:
+                if arg.name not in sample["args"]:
+                    continue  # the schema default
+                value = sample["args"][arg.name]
+                if arg.name in op.tensor_args:
+                    value = tensor(value, strided)
+                (kwargs.__setitem__(arg.name, value) if arg.kwarg_only else args.append(value))
+            cases.append((tuple(args), kwargs))
+        out[op.name] = cases
+    return out
 
 
 def block(x, y, w):

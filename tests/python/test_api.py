@@ -1,5 +1,6 @@
 """The Python face: load(), backends(), ops(), errors, and autoload from the environment."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ def test_load_returns_the_record():
     (cpu,) = backplane.load("cpu")
     assert cpu.status == "loaded"
     assert cpu.dispatch_key == "CPU"
-    assert set(cpu.ops) == {op.name for op in backplane.ops()}
+    assert "add" in cpu.ops and set(cpu.ops) <= {op.name for op in backplane.ops()}
     assert cpu.path.endswith("libbackplane_cpu.so")
 
 
@@ -49,7 +50,9 @@ def test_explicit_directory_is_searched_first(tmp_path):
 
 def test_ops_is_the_coverage_matrix():
     table = {op.name: op for op in backplane.ops()}
-    assert list(table) == ["identity_conv", "add", "scale_", "sin_out", "crop", "rms_norm"]
+    # The registry file is the only list of ops.
+    yaml_text = (Path(__file__).resolve().parents[2] / "registry" / "ops.yaml").read_text()
+    assert list(table) == re.findall(r"^  - schema: (\w+)\(", yaml_text, re.M)
     add = table["add"]
     assert add.schema == "add(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor"
     assert add.dtypes == ("float32", "float64", "float16", "bfloat16")

@@ -1,6 +1,4 @@
-#include "ops.h"
-
-#include <backplane/op_contract.h>
+#include "../kernel_variants.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -37,14 +35,12 @@ void add_loop(at::TensorIteratorBase& iter, const at::Scalar& alpha) {
 
 }  // namespace
 
-at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  static const OpContract contract("add");
-  at::Tensor out = contract.new_output({a, b, alpha});
-  if (out.numel() == 0) return out;
+void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(a).add_const_input(b).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "backplane_add",
                                   [&] { add_loop<scalar_t>(iter, alpha); });
-  return out;
 }
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_KERNEL(add, add)

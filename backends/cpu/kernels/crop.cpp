@@ -1,8 +1,6 @@
+#include "../kernel_variants.h"
 #include "copy_loop.h"
-#include "ops.h"
 #include "row_indexer.h"
-
-#include <backplane/op_contract.h>
 
 #include <ATen/TensorIterator.h>
 
@@ -11,10 +9,7 @@ namespace backplane::cpu::CPU_CAPABILITY {
 // The window is a strided view of img; the copy reads it in place (no intermediate).
 // Rows with unit stride are copied with memcpy, in parallel; any other layout goes
 // through a TensorIterator.
-at::Tensor crop(const at::Tensor& img, at::IntArrayRef box) {
-  static const OpContract contract("crop");
-  at::Tensor out = contract.new_output({img, box});
-  if (out.numel() == 0) return out;
+void crop(at::Tensor& out, const at::Tensor& img, at::IntArrayRef box) {
   const at::Tensor window = img.slice(-2, box[0], box[0] + box[2]).slice(-1, box[1], box[1] + box[3]);
   if (window.stride(-1) == 1) {
     const int64_t width = window.size(-1), rows = window.numel() / width;
@@ -26,11 +21,12 @@ at::Tensor crop(const at::Tensor& img, at::IntArrayRef box) {
     at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / width), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) std::memcpy(dst + r * row_bytes, src + rows_of.offset(r) * item, row_bytes);
     });
-    return out;
+    return;
   }
   auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(window).build();
   copy_loop(iter);
-  return out;
 }
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_KERNEL(crop, crop)

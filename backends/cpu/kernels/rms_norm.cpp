@@ -1,7 +1,5 @@
-#include "ops.h"
+#include "../kernel_variants.h"
 #include "row_indexer.h"
-
-#include <backplane/op_contract.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -91,10 +89,7 @@ void norm_row_strided(const scalar_t* x, int64_t stride, const at::opmath_type<s
 
 }  // namespace
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  static const OpContract contract("rms_norm");
-  at::Tensor out = contract.new_output({x, weight, eps});
-  if (out.numel() == 0) return out;
+void rms_norm(at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, double eps) {
   const int64_t n = x.size(-1);
   const int64_t rows = x.numel() / n;
   const int64_t row_stride = x.stride(-1);
@@ -122,7 +117,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
       }
     });
   });
-  return out;
 }
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_KERNEL(rms_norm, rms_norm)

@@ -1,6 +1,4 @@
-#include "ops.h"
-
-#include <backplane/op_contract.h>
+#include "../kernel_variants.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -35,12 +33,11 @@ void scale_loop(at::TensorIteratorBase& iter, double s) {
 
 // x *= s through x's own strides: a strided view writes only its own elements.
 void scale_(at::Tensor& x, double s) {
-  static const OpContract contract("scale_");
-  contract.check({x, s});
-  if (x.numel() == 0) return;
   auto iter = at::TensorIteratorConfig().add_output(x).add_const_input(x).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_scale_",
                                   [&] { scale_loop<scalar_t>(iter, s); });
 }
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_WRITING_KERNEL(scale_, scale_)

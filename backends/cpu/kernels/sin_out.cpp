@@ -1,6 +1,4 @@
-#include "ops.h"
-
-#include <backplane/op_contract.h>
+#include "../kernel_variants.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -36,12 +34,11 @@ void sin_loop(at::TensorIteratorBase& iter) {
 }  // namespace
 
 void sin_out(const at::Tensor& x, at::Tensor& out) {
-  static const OpContract contract("sin_out");
-  contract.check_out({x, out});
-  if (out.numel() == 0) return;
   auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(x).build();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_sin_out",
                                   [&] { sin_loop<scalar_t>(iter); });
 }
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_WRITING_KERNEL(sin_out, sin_out)

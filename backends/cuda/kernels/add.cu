@@ -3,13 +3,11 @@
 // through stride-0 dimensions (strided kernel); same-shape contiguous operands whose
 // addresses share their offset modulo 16 take the 16-byte vector path.
 #include "elementwise.cuh"
-#include "ops.h"
 
-#include <backplane/op_contract.h>
+#include <backplane/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/SmallVector.h>
 
@@ -48,14 +46,11 @@ void launch_add(std::string_view op, const at::Tensor& a, const at::Tensor& b, c
 
 }  // namespace
 
-at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  static const OpContract contract("add");
-  at::Tensor out = contract.new_output({a, b, alpha});
-  if (out.numel() == 0) return out;
-  const c10::cuda::CUDAGuard guard(out.device());
+void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "backplane_add_cuda",
-                                  [&] { launch_add<scalar_t>(contract.qualified_name(), a, b, alpha, out); });
-  return out;
+                                  [&] { launch_add<scalar_t>("backplane::add", a, b, alpha, out); });
 }
 
 }  // namespace backplane::cuda
+
+BACKPLANE_KERNEL(CUDA, add, backplane::cuda::add)

@@ -1,21 +1,15 @@
 // identity_conv: a new contiguous tensor equal to x bit for bit. Any layout of x is
 // read in place (bitwise_copy); a contiguous x takes the 16-byte vector path.
 #include "bitwise_copy.h"
-#include "ops.h"
 
-#include <backplane/op_contract.h>
-
-#include <c10/cuda/CUDAGuard.h>
+#include <backplane/kernel.h>
 
 namespace backplane::cuda {
 
-at::Tensor identity_conv(const at::Tensor& x) {
-  static const OpContract contract("identity_conv");
-  at::Tensor out = contract.new_output({x});
-  if (out.numel() == 0) return out;
-  const c10::cuda::CUDAGuard guard(out.device());
-  bitwise_copy(contract.qualified_name(), out, x.const_data_ptr(), x.strides());
-  return out;
+void identity_conv(at::Tensor& out, const at::Tensor& x) {
+  bitwise_copy("backplane::identity_conv", out, x.const_data_ptr(), x.strides());
 }
 
 }  // namespace backplane::cuda
+
+BACKPLANE_KERNEL(CUDA, identity_conv, backplane::cuda::identity_conv)

@@ -18,17 +18,15 @@
 // Rows may have any strides in their leading dimensions (padded, offset, expanded):
 // row r starts at rows_of_x.offset(r) in x; y is contiguous, row r at r * n.
 #include "launch_config.cuh"
-#include "ops.h"
 #include "row_reduce.cuh"
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
 
-#include <backplane/op_contract.h>
+#include <backplane/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <type_traits>
@@ -268,14 +266,11 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
 
 }  // namespace
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  static const OpContract contract("rms_norm");
-  at::Tensor out = contract.new_output({x, weight, eps});
-  if (out.numel() == 0) return out;
-  const c10::cuda::CUDAGuard guard(out.device());
+void rms_norm(at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, double eps) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_rms_norm_cuda",
-                                  [&] { launch_rms_norm<scalar_t>(contract.qualified_name(), x, weight, eps, out); });
-  return out;
+                                  [&] { launch_rms_norm<scalar_t>("backplane::rms_norm", x, weight, eps, out); });
 }
 
 }  // namespace backplane::cuda
+
+BACKPLANE_KERNEL(CUDA, rms_norm, backplane::cuda::rms_norm)

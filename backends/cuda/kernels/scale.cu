@@ -3,13 +3,11 @@
 // offset x that is dense in memory still takes the vector path (strided_indexing.cuh
 // orders and merges its dimensions; elementwise.cuh peels the misaligned head).
 #include "elementwise.cuh"
-#include "ops.h"
 
-#include <backplane/op_contract.h>
+#include <backplane/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 namespace backplane::cuda {
@@ -35,12 +33,10 @@ void launch_scale(std::string_view op, at::Tensor& x, double s) {
 }  // namespace
 
 void scale_(at::Tensor& x, double s) {
-  static const OpContract contract("scale_");
-  contract.check({x, s});
-  if (x.numel() == 0) return;
-  const c10::cuda::CUDAGuard guard(x.device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_scale__cuda",
-                                  [&] { launch_scale<scalar_t>(contract.qualified_name(), x, s); });
+                                  [&] { launch_scale<scalar_t>("backplane::scale_", x, s); });
 }
 
 }  // namespace backplane::cuda
+
+BACKPLANE_WRITING_KERNEL(CUDA, scale_, backplane::cuda::scale_)

@@ -2,13 +2,11 @@
 // never resized). sin is CUDA's sinf/sin (full-range, not the fast intrinsic __sinf), computed in
 // opmath for float16 and bfloat16. out may be x itself, or strided.
 #include "elementwise.cuh"
-#include "ops.h"
 
-#include <backplane/op_contract.h>
+#include <backplane/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <type_traits>
@@ -37,12 +35,10 @@ void launch_sin(std::string_view op, const at::Tensor& x, at::Tensor& out) {
 }  // namespace
 
 void sin_out(const at::Tensor& x, at::Tensor& out) {
-  static const OpContract contract("sin_out");
-  contract.check_out({x, out});
-  if (out.numel() == 0) return;
-  const c10::cuda::CUDAGuard guard(out.device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_sin_out_cuda",
-                                  [&] { launch_sin<scalar_t>(contract.qualified_name(), x, out); });
+                                  [&] { launch_sin<scalar_t>("backplane::sin_out", x, out); });
 }
 
 }  // namespace backplane::cuda
+
+BACKPLANE_WRITING_KERNEL(CUDA, sin_out, backplane::cuda::sin_out)

@@ -1,17 +1,25 @@
 // scale_: x *= s in place, through x's own strides (a strided view writes only its
-// own elements).
+// own elements). float16/bfloat16 are computed in float and rounded once: rounding s
+// to the tensor's dtype first would turn a scale of 1e6 into inf.
 #include "../launch.h"
-#include "ops.h"
 
-#include <backplane/op_contract.h>
+#include <backplane/kernel.h>
+
+#include <ATen/OpMathType.h>
 
 namespace backplane::npu {
 
 void scale_(at::Tensor& x, double s) {
-  static const OpContract contract("scale_");
-  contract.check({x, s});
-  if (x.numel() == 0) return;
-  launch(x.device().index(), contract.qualified_name(), [x, s] { host_view(x).mul_(s); });
+  launch(x.device().index(), "backplane::scale_", [x, s] {
+    at::Tensor host = host_view(x);
+    const at::ScalarType opmath = at::toOpMathType(host.scalar_type());
+    if (opmath == host.scalar_type())
+      host.mul_(s);
+    else
+      host.copy_(host.to(opmath).mul_(s));
+  });
 }
 
 }  // namespace backplane::npu
+
+BACKPLANE_WRITING_KERNEL(PrivateUse1, scale_, backplane::npu::scale_)

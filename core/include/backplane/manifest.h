@@ -20,6 +20,10 @@ struct BACKPLANE_API Manifest {
   std::string torch_version; // major.minor it was built against, "2.14"
   bool cxx11_abi = true;
   std::vector<std::string> ops;  // ops it registers kernels for
+  // "core": its kernels register through BACKPLANE_KERNEL, so it can share a device with
+  // another plugin (the core chooses per op). "direct": plain m.impl; it is refused where
+  // another plugin already serves one of its (op, key), since it would silently override.
+  std::string registration = "core";
 };
 
 // Throws std::runtime_error naming the file (and line:column) on a bad manifest.

@@ -7,6 +7,8 @@
 
 #include <backplane/export.h>
 
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
 
 #include <map>
@@ -52,6 +54,37 @@ struct ShapeRule {
   std::string custom;  // Custom: the name of a rule in core/src/shape_rules/
 };
 
+// One set of inputs for an op, as the registry writes it: each Tensor argument by its
+// sizes (an int list), any other argument by its value. Arguments left out take the
+// schema's default.
+struct BACKPLANE_API OpInputs {
+  std::string name;  // as written, or "sizes a=[4, 33] b=[33]" when unnamed
+  std::vector<std::pair<std::string, c10::IValue>> args;
+  SourceLocation where;
+  const c10::IValue* find(std::string_view arg) const;
+};
+
+// Inputs an op must refuse, and a part of the message it must give.
+struct BACKPLANE_API OpErrorCase {
+  OpInputs inputs;
+  std::string message;
+};
+
+// How the conformance suite and the benchmarks exercise an op; all of it optional.
+struct BACKPLANE_API OpChecks {
+  // A call of PyTorch ops over the op's arguments giving the expected result (for ops
+  // that write an argument: its expected new value), e.g. "aten::add.Tensor(a, b,
+  // alpha=alpha)". Evaluated on the CPU in float64, then rounded to the dtype. Empty:
+  // the op is checked against its contract only.
+  std::string reference;
+  SourceLocation reference_where;
+  bool exact = false;  // bitwise equal to the reference rounded to the dtype
+  std::map<c10::ScalarType, std::pair<double, double>> tolerance;  // (rtol, atol) per dtype, over the defaults
+  std::vector<OpInputs> samples;    // each checked in every layout and dtype
+  std::vector<OpErrorCase> errors;  // inputs the op must refuse
+  std::vector<OpInputs> bench;      // shapes for `backplane bench`
+};
+
 struct BACKPLANE_API OpDef {
   std::string name;    // "add"
   std::string schema;  // as written, without the namespace
@@ -59,7 +92,9 @@ struct BACKPLANE_API OpDef {
   std::vector<c10::ScalarType> dtypes;
   std::vector<std::string> arg_names;     // every argument, in schema order
   std::vector<std::string> tensor_args;   // the Tensor arguments, in schema order
+  std::vector<c10::Argument> arguments;  // the parsed schema's arguments
   ShapeRule shape;
+  OpChecks checks;
   SourceLocation where;
 
   // Index of an argument in schema order; -1 when there is none of that name.

@@ -2,6 +2,8 @@
 // from a seed, then moved), in the layouts kernels get wrong.
 #pragma once
 
+#include <backplane/export.h>
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -17,16 +19,32 @@ enum class Layout {
   Offset,      // contiguous, but starting 5 elements into its storage
   Expanded,    // the first dimension is a stride-0 broadcast (needs 1 dimension)
 };
+inline constexpr Layout kLayouts[] = {Layout::Contiguous, Layout::Strided, Layout::Transposed, Layout::Offset,
+                                      Layout::Expanded};
+BACKPLANE_API const char* layout_name(Layout layout);
+// Whether a tensor of `dim` dimensions can take the layout.
+BACKPLANE_API bool layout_fits(Layout layout, int64_t dim);
+
+// A tensor in a layout, and the whole storage it views (to check that a write through
+// the view left the rest alone).
+struct BACKPLANE_API Made {
+  at::Tensor view;
+  at::Tensor base;
+};
 
 // Values from N(0, 1) seeded by `seed`, as dtype, on device, in layout.
-at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed);
+BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed);
+inline at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
+  return make_in(sizes, layout, dtype, device, seed).view;
+}
 
 // Tolerances PyTorch's assert_close uses for dtype (rtol, atol).
-std::pair<double, double> tolerances(c10::ScalarType dtype);
+BACKPLANE_API std::pair<double, double> tolerances(c10::ScalarType dtype);
 
 // nullopt when actual (any device) matches expected (CPU): same sizes and dtype, and
-// bitwise equal (exact) or within tolerances(dtype).
-std::optional<std::string> compare(const at::Tensor& actual, const at::Tensor& expected, bool exact);
+// bitwise equal (exact) or within (rtol, atol), by default tolerances(dtype).
+BACKPLANE_API std::optional<std::string> compare(const at::Tensor& actual, const at::Tensor& expected, bool exact,
+                                   std::optional<std::pair<double, double>> tolerance = std::nullopt);
 
 // nullopt when fn throws a c10::Error whose message contains `expected`.
 template <typename Fn>
@@ -42,6 +60,6 @@ std::optional<std::string> expect_error(Fn&& fn, const std::string& expected) {
 }
 
 // The op through the dispatcher, as a user's call would reach it.
-c10::OperatorHandle op_handle(const std::string& op);
+BACKPLANE_API c10::OperatorHandle op_handle(const std::string& op);
 
 }  // namespace backplane::conformance

@@ -1,4 +1,4 @@
-#include "inputs.h"
+#include <backplane/conformance_inputs.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -7,35 +7,60 @@
 
 namespace backplane::conformance {
 
-at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Strided: return "strided";
+    case Layout::Transposed: return "transposed";
+    case Layout::Offset: return "offset";
+    case Layout::Expanded: return "expanded";
+  }
+  return "unknown";
+}
+
+bool layout_fits(Layout layout, int64_t dim) {
+  switch (layout) {
+    case Layout::Transposed: return dim >= 2;
+    case Layout::Strided:
+    case Layout::Expanded: return dim >= 1;
+    default: return true;
+  }
+}
+
+Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
   auto gen = at::detail::createCPUGenerator(seed);
   auto values = [&](at::IntArrayRef s) {
     return at::randn(s, gen, at::TensorOptions().dtype(at::kDouble)).to(device, dtype);
   };
   std::vector<int64_t> shape = sizes.vec();
   const int64_t numel = c10::multiply_integers(shape);
+  TORCH_CHECK(layout_fits(layout, static_cast<int64_t>(shape.size())), layout_name(layout), " layout does not fit ",
+              shape.size(), " dimensions");
+  at::Tensor base;
   switch (layout) {
     case Layout::Contiguous:
-      return values(shape);
+      base = values(shape);
+      return {base, base};
     case Layout::Strided: {
-      TORCH_CHECK(!shape.empty(), "strided layout needs at least 1 dimension");
       std::vector<int64_t> wide = shape;
       wide.back() *= 2;
-      return values(wide).slice(-1, 0, c10::nullopt, 2);
+      base = values(wide);
+      return {base.slice(-1, 0, c10::nullopt, 2), base};
     }
     case Layout::Transposed: {
-      TORCH_CHECK(shape.size() >= 2, "transposed layout needs at least 2 dimensions");
       std::vector<int64_t> swapped = shape;
       std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
-      return values(swapped).transpose(-1, -2);
+      base = values(swapped);
+      return {base.transpose(-1, -2), base};
     }
     case Layout::Offset:
-      return values({numel + 5}).slice(0, 5).view(shape);
+      base = values({numel + 5});
+      return {base.slice(0, 5).view(shape), base};
     case Layout::Expanded: {
-      TORCH_CHECK(!shape.empty(), "expanded layout needs at least 1 dimension");
       std::vector<int64_t> one = shape;
       one[0] = 1;
-      return values(one).expand(shape);
+      base = values(one);
+      return {base.expand(shape), base};
     }
   }
   TORCH_CHECK(false, "unknown layout");
@@ -50,7 +75,8 @@ std::pair<double, double> tolerances(c10::ScalarType dtype) {
   }
 }
 
-std::optional<std::string> compare(const at::Tensor& actual_any, const at::Tensor& expected, bool exact) {
+std::optional<std::string> compare(const at::Tensor& actual_any, const at::Tensor& expected, bool exact,
+                                   std::optional<std::pair<double, double>> tolerance) {
   const at::Tensor actual = actual_any.cpu();
   std::ostringstream why;
   if (actual.sizes() != expected.sizes()) {
@@ -71,7 +97,7 @@ std::optional<std::string> compare(const at::Tensor& actual_any, const at::Tenso
     why << "not bitwise equal; max abs difference " << diff.max().item<double>();
     return why.str();
   }
-  const auto [rtol, atol] = tolerances(expected.scalar_type());
+  const auto [rtol, atol] = tolerance.value_or(tolerances(expected.scalar_type()));
   const at::Tensor bad = diff.gt(atol + rtol * e.abs()).logical_or(a.isnan().logical_xor(e.isnan()));
   if (!bad.any().item<bool>()) return std::nullopt;
   const int64_t first = bad.flatten().nonzero()[0].item<int64_t>();

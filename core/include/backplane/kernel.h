@@ -1,0 +1,156 @@
+// Registering a kernel: one line at the foot of the kernel's own file.
+//
+//   void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {...}
+//   BACKPLANE_KERNEL(CUDA, add, add)
+//
+// The core wraps the compute function so that a kernel holds only its compute: the
+// wrapper runs the op's contract (registry dtypes, one dtype and one device across the
+// Tensor arguments, the shape rule), allocates the output, returns at once when there
+// is nothing to compute, and holds a device guard for the tensors' device (so a kernel
+// on cuda:1 launches on cuda:1's current stream). Two forms, by the op's shape rule:
+//
+//   BACKPLANE_KERNEL(KEY, op, fn)          the op returns a new tensor (same_as,
+//                                          broadcast, custom rules):
+//                                          fn(at::Tensor& out, <the op's arguments>)
+//   BACKPLANE_WRITING_KERNEL(KEY, op, fn)  the op writes an argument (in_place, out):
+//                                          fn(<the op's arguments>)
+//
+// Both expand to TORCH_LIBRARY_IMPL(backplane, KEY, m): plugins register with the
+// dispatcher as any PyTorch extension does, through the core, which can then choose
+// between two plugins serving one device (selection.h). A kernel registered with a
+// plain m.impl still works, but cannot take part in that choice. A signature that does not match the
+// schema fails when the plugin is built (the build opens every plugin to write its
+// manifest), with PyTorch's message naming both signatures.
+#pragma once
+
+#include <backplane/op_contract.h>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
+namespace backplane {
+
+// An op name as a template argument (C++20 class-type non-type parameter).
+template <std::size_t N>
+struct OpName {
+  char value[N];
+  constexpr OpName(const char (&name)[N]) { std::copy_n(name, N, value); }
+};
+
+namespace detail {
+
+template <typename... Args>
+std::array<c10::IValue, sizeof...(Args)> boxed(const Args&... args) {
+  return {c10::IValue(args)...};
+}
+
+template <typename T>
+bool is_tensor_v(const T&) {
+  return std::is_same_v<std::decay_t<T>, at::Tensor>;
+}
+
+// The device of the first Tensor argument (the contract has already checked that every
+// Tensor argument shares it).
+template <typename... Args>
+std::optional<c10::Device> first_device(const Args&... args) {
+  std::optional<c10::Device> device;
+  auto visit = [&](const auto& arg) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, at::Tensor>)
+      if (!device && arg.defined()) device = arg.device();
+  };
+  (visit(args), ...);
+  return device;
+}
+
+inline bool has_no_elements(c10::ArrayRef<c10::SymInt> sizes) {
+  for (const auto& s : sizes)
+    if (s == 0) return true;
+  return false;
+}
+
+// Function templates rather than class specializations on the signature: nvcc's front
+// end does not match a partial specialization whose parameters include a class-type
+// template argument (OpName).
+template <OpName Op, auto Compute, typename... Args>
+at::Tensor new_output_call(Args... args) {
+  static const OpContract contract(Op.value);
+  at::Tensor out = contract.new_output(boxed(args...));
+  if (out.numel() == 0) return out;
+  const c10::OptionalDeviceGuard guard(out.device());
+  Compute(out, args...);
+  return out;
+}
+
+template <OpName Op, auto Compute, typename... Args>
+void writing_call(Args... args) {
+  static const OpContract contract(Op.value);
+  // For in_place and out rules the contract returns the written argument's sizes.
+  if (has_no_elements(contract.check(boxed(args...)))) return;
+  const c10::OptionalDeviceGuard guard(first_device(args...));
+  Compute(args...);
+}
+
+template <OpName Op, auto Compute, typename... Args>
+constexpr auto new_output_pointer(void (*)(at::Tensor&, Args...)) {
+  return &new_output_call<Op, Compute, Args...>;
+}
+
+template <OpName Op, auto Compute, typename... Args>
+constexpr auto writing_pointer(void (*)(Args...)) {
+  return &writing_call<Op, Compute, Args...>;
+}
+
+template <typename Fn>
+struct FunctionType;
+template <typename R, typename... Args>
+struct FunctionType<R (*)(Args...)> {
+  using type = R(Args...);
+};
+
+}  // namespace detail
+
+// The wrapped kernels, for a plugin that registers by hand or calls one directly.
+template <OpName Op, auto Compute>
+constexpr auto new_output_kernel = detail::new_output_pointer<Op, Compute>(Compute);
+template <OpName Op, auto Compute>
+constexpr auto writing_kernel = detail::writing_pointer<Op, Compute>(Compute);
+
+}  // namespace backplane
+
+namespace backplane::detail {
+
+// Registers a kernel for (op, key) through the core rather than straight into the
+// dispatcher: the core records it under the plugin being loaded, refuses a key or op the
+// plugin's manifest does not declare, and, when a second plugin offers the same (op, key),
+// keeps both and installs one kernel that calls the preferred plugin's (selection.h).
+BACKPLANE_API void offer_kernel(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
+                                torch::CppFunction&& direct);
+
+// How many kernels have registered through offer_kernel in this process (the manifest
+// tool tells core registrations from plain m.impl ones with it).
+BACKPLANE_API std::size_t core_registrations();
+
+template <typename FuncPtr>
+void register_kernel(torch::Library& m, const char* op, c10::DispatchKey key, FuncPtr fn) {
+  offer_kernel(m, op, key, c10::KernelFunction::makeFromUnboxedFunction(fn), torch::CppFunction(fn));
+}
+
+}  // namespace backplane::detail
+
+// fn: a function name, or a constexpr pointer to one.
+#define BACKPLANE_KERNEL(KEY, op, fn)                                                          \
+  TORCH_LIBRARY_IMPL(backplane, KEY, m) {                                                      \
+    constexpr auto kernel = ::backplane::new_output_kernel<#op, fn>;                           \
+    ::backplane::detail::register_kernel(m, #op, c10::DispatchKey::KEY, TORCH_FN(kernel));     \
+  }
+#define BACKPLANE_WRITING_KERNEL(KEY, op, fn)                                                  \
+  TORCH_LIBRARY_IMPL(backplane, KEY, m) {                                                      \
+    constexpr auto kernel = ::backplane::writing_kernel<#op, fn>;                              \
+    ::backplane::detail::register_kernel(m, #op, c10::DispatchKey::KEY, TORCH_FN(kernel));     \
+  }

@@ -1,0 +1,62 @@
+// Which plugin serves each op on each device, when more than one could.
+//
+// Plugins register their kernels with TORCH_LIBRARY_IMPL through the core's macros
+// (kernel.h), so the core knows every (op, dispatch key, plugin) offer. One offer: the
+// dispatcher calls that plugin's kernel directly. Two or more: the core installs one
+// kernel for (op, key) that calls the chosen plugin's kernel (a boxed call: a few
+// hundred nanoseconds more per call, only for such ops), and the choice can change at
+// any time, in a running process, under torch.compile too (compiled code calls the op
+// through the dispatcher on every call).
+//
+// The rule: the first plugin in the op's preference list that offers a kernel for the
+// key; else the first in the preference for "*" (every op); else the plugin loaded
+// first. Preferences come from prefer() (C++), backplane.prefer() (Python, also a
+// context manager), `--prefer` on the CLI, and BACKPLANE_PREFER, read when the core
+// loads: "rms_norm:cuda_alt,cuda;*:cpu" (op:plugin[,plugin...], ';' between ops).
+#pragma once
+
+#include <backplane/export.h>
+
+#include <string>
+#include <vector>
+
+namespace backplane {
+
+// Sets the ordered preference for op ("*": every op without its own). An empty list
+// clears it. Throws std::invalid_argument for an op the registry lacks or a bad name.
+BACKPLANE_API void prefer(const std::string& op, const std::vector<std::string>& plugins);
+// Parses and applies "op:a,b;op2:c" (the BACKPLANE_PREFER grammar). Throws
+// std::invalid_argument naming the bad part.
+BACKPLANE_API void prefer_from_string(const std::string& spec);
+// Replaces every preference with those of spec ("" clears them all).
+BACKPLANE_API void set_preferences(const std::string& spec);
+// Every preference as "op:a,b;..." (the same grammar).
+BACKPLANE_API std::string preferences_string();
+
+// Sets preferences for a scope, restoring the previous ones when it ends.
+class BACKPLANE_API ScopedPreference {
+ public:
+  ScopedPreference(const std::string& op, const std::vector<std::string>& plugins);
+  ~ScopedPreference();
+  ScopedPreference(const ScopedPreference&) = delete;
+  ScopedPreference& operator=(const ScopedPreference&) = delete;
+
+ private:
+  std::string saved_;
+};
+
+struct ServingRecord {
+  std::string op;
+  std::string dispatch_key;              // "CPU"
+  std::vector<std::string> offered_by;   // plugins with a kernel for it, in load order
+  std::string serving;                   // the plugin the dispatcher reaches now
+  std::string why;                       // "only offer", "preferred (BACKPLANE_PREFER)", "loaded first"
+};
+
+// Every (op, key) some loaded plugin serves. A record with more than one offer is a
+// conflict, resolved by the rule above; `why` says how.
+BACKPLANE_API std::vector<ServingRecord> serving();
+// The plugin serving op on dispatch_key now; empty when none does.
+BACKPLANE_API std::string serving_plugin(const std::string& op, const std::string& dispatch_key);
+
+}  // namespace backplane

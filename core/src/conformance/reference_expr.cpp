@@ -1,0 +1,244 @@
+#include "reference_expr.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cctype>
+#include <stdexcept>
+#include <vector>
+
+namespace backplane::conformance {
+
+struct ReferenceExpr::Node {
+  enum class Kind { Call, Name, Index, Literal, List } kind;
+  std::string name;      // Call: "aten::add"; Name/Index: the argument
+  std::string overload;  // Call
+  int64_t index = 0;     // Index
+  c10::IValue literal;   // Literal
+  std::vector<std::pair<std::string, std::shared_ptr<const Node>>> args;  // Call (keyword or ""), List
+};
+
+namespace {
+
+using NodePtr = std::shared_ptr<const ReferenceExpr::Node>;
+using Node = ReferenceExpr::Node;
+
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : text_(text) {}
+
+  NodePtr parse() {
+    NodePtr node = expr();
+    skip();
+    if (pos_ != text_.size()) fail("unexpected '" + std::string(1, text_[pos_]) + "'");
+    return node;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::invalid_argument("reference '" + text_ + "', column " + std::to_string(pos_ + 1) + ": " + what);
+  }
+  void skip() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool eat(char c) {
+    skip();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) fail(std::string("expected '") + c + "'");
+  }
+  std::string identifier() {
+    skip();
+    const size_t start = pos_;
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
+    if (start == pos_) fail("expected a name");
+    return text_.substr(start, pos_ - start);
+  }
+
+  NodePtr expr() {
+    skip();
+    if (pos_ >= text_.size()) fail("expected an expression");
+    const char c = text_[pos_];
+    if (c == '[') return list();
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.') return number();
+    std::string name = identifier();
+    auto node = std::make_shared<Node>();
+    if (name == "true" || name == "false") {
+      node->kind = Node::Kind::Literal;
+      node->literal = c10::IValue(name == "true");
+      return node;
+    }
+    if (name == "None") {
+      node->kind = Node::Kind::Literal;
+      return node;
+    }
+    skip();
+    if (text_.compare(pos_, 2, "::") == 0) {
+      pos_ += 2;
+      name += "::" + identifier();
+      node->kind = Node::Kind::Call;
+      node->name = name;
+      if (eat('.')) node->overload = identifier();
+      expect('(');
+      if (!eat(')')) {
+        do node->args.push_back(argument());
+        while (eat(','));
+        expect(')');
+      }
+      return node;
+    }
+    node->name = name;
+    if (eat('[')) {
+      node->kind = Node::Kind::Index;
+      node->index = std::stoll(number_text());
+      expect(']');
+    } else {
+      node->kind = Node::Kind::Name;
+    }
+    return node;
+  }
+
+  std::pair<std::string, NodePtr> argument() {
+    skip();
+    const size_t start = pos_;
+    if (pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
+      std::string name = identifier();
+      skip();
+      if (pos_ < text_.size() && text_[pos_] == '=') {
+        ++pos_;
+        return {name, expr()};
+      }
+      pos_ = start;
+    }
+    return {"", expr()};
+  }
+
+  NodePtr list() {
+    expect('[');
+    auto node = std::make_shared<Node>();
+    node->kind = Node::Kind::List;
+    if (!eat(']')) {
+      do node->args.emplace_back("", expr());
+      while (eat(','));
+      expect(']');
+    }
+    return node;
+  }
+
+  std::string number_text() {
+    skip();
+    const size_t start = pos_;
+    while (pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) ||
+                                   std::string_view("+-.eE").find(text_[pos_]) != std::string_view::npos))
+      ++pos_;
+    if (start == pos_) fail("expected a number");
+    return text_.substr(start, pos_ - start);
+  }
+
+  NodePtr number() {
+    const std::string t = number_text();
+    auto node = std::make_shared<Node>();
+    node->kind = Node::Kind::Literal;
+    try {
+      if (t.find_first_of(".eE") == std::string::npos)
+        node->literal = c10::IValue(static_cast<int64_t>(std::stoll(t)));
+      else
+        node->literal = c10::IValue(std::stod(t));
+    } catch (const std::exception&) {
+      fail("bad number '" + t + "'");
+    }
+    return node;
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+};
+
+// A value for a schema argument: ints where an int is expected, doubles for floats.
+c10::IValue coerce(const c10::IValue& v, const c10::Argument& arg) {
+  const auto kind = arg.type()->kind();
+  if (kind == c10::TypeKind::FloatType && v.isInt()) return c10::IValue(static_cast<double>(v.toInt()));
+  return v;
+}
+
+c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& names) {
+  switch (node.kind) {
+    case Node::Kind::Literal:
+      return node.literal;
+    case Node::Kind::Name: {
+      auto it = names.find(node.name);
+      if (it == names.end()) throw std::invalid_argument("reference names '" + node.name + "', which is no argument of the op");
+      return it->second;
+    }
+    case Node::Kind::Index: {
+      auto it = names.find(node.name);
+      if (it == names.end() || !it->second.isIntList())
+        throw std::invalid_argument("reference indexes '" + node.name + "', which is no int-list argument of the op");
+      const auto list = it->second.toIntVector();
+      const int64_t i = node.index < 0 ? node.index + static_cast<int64_t>(list.size()) : node.index;
+      if (i < 0 || i >= static_cast<int64_t>(list.size()))
+        throw std::invalid_argument("reference: " + node.name + "[" + std::to_string(node.index) + "] is out of range");
+      return c10::IValue(list[i]);
+    }
+    case Node::Kind::List: {
+      std::vector<int64_t> ints;
+      for (const auto& [_, item] : node.args) {
+        const c10::IValue v = eval(*item, names);
+        if (!v.isInt()) throw std::invalid_argument("reference: lists may hold integers only");
+        ints.push_back(v.toInt());
+      }
+      return c10::IValue(ints);
+    }
+    case Node::Kind::Call:
+      break;
+  }
+  const auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
+  if (!handle)
+    throw std::invalid_argument("reference calls " + node.name + (node.overload.empty() ? "" : "." + node.overload) +
+                                ", which this torch does not have (write the overload, e.g. aten::add.Tensor)");
+  const auto& schema = handle->schema();
+  std::vector<c10::IValue> values(schema.arguments().size());
+  std::vector<bool> given(values.size(), false);
+  size_t positional = 0;
+  for (const auto& [keyword, arg] : node.args) {
+    size_t slot = positional;
+    if (keyword.empty()) {
+      ++positional;
+    } else {
+      auto idx = schema.argumentIndexWithName(keyword);
+      if (!idx) throw std::invalid_argument("reference: " + schema.name() + " has no argument '" + keyword + "'");
+      slot = *idx;
+    }
+    if (slot >= values.size()) throw std::invalid_argument("reference: too many arguments for " + schema.name());
+    values[slot] = coerce(eval(*arg, names), schema.arguments()[slot]);
+    given[slot] = true;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (given[i]) continue;
+    const auto& def = schema.arguments()[i].default_value();
+    if (!def) throw std::invalid_argument("reference: " + schema.name() + " needs argument '" + schema.arguments()[i].name() + "'");
+    values[i] = *def;
+  }
+  torch::jit::Stack stack(values.begin(), values.end());
+  handle->callBoxed(stack);
+  if (stack.empty()) throw std::invalid_argument("reference: " + schema.name() + " returns nothing");
+  return stack[0];
+}
+
+}  // namespace
+
+ReferenceExpr ReferenceExpr::parse(const std::string& text) {
+  ReferenceExpr e;
+  e.root_ = Parser(text).parse();
+  return e;
+}
+
+c10::IValue ReferenceExpr::evaluate(const std::map<std::string, c10::IValue>& names) const {
+  return eval(*root_, names);
+}
+
+}  // namespace backplane::conformance

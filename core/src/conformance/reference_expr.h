@@ -1,0 +1,34 @@
+// The registry's `reference:` expressions: calls of PyTorch ops over an op's arguments,
+// e.g. `aten::add.Tensor(a, b, alpha=alpha)` or
+// `aten::narrow(aten::narrow(img, -2, box[0], box[2]), -1, box[1], box[3])`.
+//
+// Grammar: expr := call | name | name '[' int ']' | number | true | false | None
+//                 | '[' expr, ... ']';  call := ns::op[.overload]( [name=]expr, ... ).
+// A call resolves its overload exactly as written (no overload: the default one) and
+// fills arguments left out from the schema's defaults. Limits: no arithmetic, no
+// tuples; a call's first return value is its value.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace backplane::conformance {
+
+class ReferenceExpr {
+ public:
+  // Throws std::invalid_argument naming the column on a syntax error.
+  static ReferenceExpr parse(const std::string& text);
+  // Evaluates with the op's arguments bound by name. Throws c10::Error or
+  // std::invalid_argument (unknown name, op or argument).
+  c10::IValue evaluate(const std::map<std::string, c10::IValue>& names) const;
+
+  struct Node;
+
+ private:
+  std::shared_ptr<const Node> root_;
+};
+
+}  // namespace backplane::conformance

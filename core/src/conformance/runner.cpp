@@ -1,0 +1,102 @@
+// Running the suite on a backend: which device it computes on, which ops it lacks,
+// and calling its own kernels even where another plugin serves the same device.
+#include <backplane/conformance.h>
+#include <backplane/selection.h>
+
+#include "cases.h"
+#include <backplane/conformance_inputs.h>
+
+#include <c10/core/DispatchKey.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <algorithm>
+
+namespace backplane::conformance {
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Passed: return "passed";
+    case Outcome::Failed: return "failed";
+    case Outcome::Skipped: return "skipped";
+    case Outcome::NotImplemented: return "not implemented";
+  }
+  return "unknown";
+}
+
+const std::vector<OpSuite>& suites() {
+  static const std::vector<OpSuite> all = [] {
+    std::vector<OpSuite> out;
+    for (const auto& op : registry().ops()) out.push_back(derive_suite(op));
+    return out;
+  }();
+  return all;
+}
+
+Result run_case(const OpSuite& suite, const Case& c, c10::ScalarType dtype, c10::Device device) {
+  Result r{"", suite.op, c.name, dtype_name(dtype), Outcome::Failed, ""};
+  if (c.accelerator_only && device.is_cpu()) {
+    r.outcome = Outcome::Skipped;
+    r.detail = "mixes the op's device with the CPU; needs a device other than the CPU";
+    return r;
+  }
+  try {
+    auto failure = c.check(dtype, device);
+    r.outcome = failure ? Outcome::Failed : Outcome::Passed;
+    if (failure) r.detail = *failure;
+  } catch (const c10::Error& e) {
+    r.detail = std::string("threw: ") + e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    r.detail = std::string("threw: ") + e.what();
+  }
+  return r;
+}
+
+std::vector<Result> check_backend(const BackendRecord& backend, c10::Device device, const std::vector<std::string>& ops) {
+  std::vector<Result> results;
+  for (const auto& suite : suites()) {
+    if (!ops.empty() && std::find(ops.begin(), ops.end(), suite.op) == ops.end()) continue;
+    if (std::find(backend.ops.begin(), backend.ops.end(), suite.op) == backend.ops.end()) {
+      results.push_back({backend.name, suite.op, "", "", Outcome::NotImplemented, "not implemented on " + backend.name});
+      continue;
+    }
+    // This backend's kernel, even where another plugin serves the device by default.
+    const ScopedPreference only_this(suite.op, {backend.name});
+    for (const auto& c : suite.cases)
+      for (auto dtype : registry().find(suite.op)->dtypes) {
+        Result r = run_case(suite, c, dtype, device);
+        r.backend = backend.name;
+        results.push_back(std::move(r));
+      }
+  }
+  return results;
+}
+
+std::optional<c10::Device> device_for_key(const std::string& dispatch_key, std::string* why_not) {
+  const c10::DispatchKey key = c10::parseDispatchKey(dispatch_key);
+  const c10::DeviceType type = c10::dispatchKeyToDeviceType(key);
+  if (type == c10::DeviceType::CPU) return c10::Device(type);
+  if (!c10::impl::hasDeviceGuardImpl(type)) {
+    if (why_not) *why_not = "no " + c10::DeviceTypeName(type, true) + " runtime is registered in this process";
+    return std::nullopt;
+  }
+  if (c10::impl::getDeviceGuardImpl(type)->deviceCount() == 0) {
+    if (why_not) *why_not = "no " + c10::DeviceTypeName(type, true) + " device is present";
+    return std::nullopt;
+  }
+  return c10::Device(type, 0);
+}
+
+std::vector<c10::ScalarType> measured_dtypes(const BackendRecord& backend, const OpDef& op, c10::Device device) {
+  std::vector<c10::ScalarType> accepted;
+  if (std::find(backend.ops.begin(), backend.ops.end(), op.name) == backend.ops.end()) return accepted;
+  const OpSuite* suite = nullptr;
+  for (const auto& s : suites())
+    if (s.op == op.name) suite = &s;
+  if (suite == nullptr || suite->cases.empty()) return accepted;
+  const ScopedPreference only_this(op.name, {backend.name});
+  for (auto dtype : op.dtypes)
+    if (run_case(*suite, suite->cases.front(), dtype, device).outcome == Outcome::Passed) accepted.push_back(dtype);
+  return accepted;
+}
+
+}  // namespace backplane::conformance

@@ -1,0 +1,35 @@
+// What the loader tells the registration path (kernel.h's offer_kernel) about the
+// plugin it is opening, and what it learns back. Internal to the core.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace backplane::detail {
+
+struct LoadingPlugin {
+  std::string name;
+  std::string dispatch_key;      // as its manifest declares
+  std::vector<std::string> ops;  // as its manifest declares
+  std::vector<std::string> offered;     // ops it registered through the core
+  std::vector<std::string> violations;  // registrations its manifest does not declare (refused)
+};
+
+// Marks `plugin` as the one being opened on this thread for the scope's lifetime.
+class LoadingScope {
+ public:
+  explicit LoadingScope(LoadingPlugin* plugin);
+  ~LoadingScope();
+  LoadingScope(const LoadingScope&) = delete;
+  LoadingScope& operator=(const LoadingScope&) = delete;
+
+ private:
+  LoadingPlugin* previous_;
+};
+
+// After a plugin's dlopen: installs the selecting kernel for every (op, key) that now
+// has offers from two plugins, and warns once about each such conflict that no
+// preference resolves.
+void after_plugin_loaded(const std::string& plugin);
+
+}  // namespace backplane::detail

@@ -1,0 +1,310 @@
+// Per-op plugin selection: the contract in selection.h.
+#include <backplane/kernel.h>
+#include <backplane/loader.h>
+#include <backplane/selection.h>
+
+#include "plugin_loading.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+namespace backplane {
+namespace {
+
+struct Offer {
+  std::string plugin;
+  c10::KernelFunction kernel;
+};
+
+struct Slot {
+  std::string op;
+  c10::DispatchKey key;
+  std::list<Offer> offers;  // a list: `chosen` points into it
+  std::atomic<const c10::KernelFunction*> chosen{nullptr};
+  std::string serving, why;
+  std::unique_ptr<torch::Library> selector;  // once two plugins offer this (op, key)
+  bool warned = false;
+};
+
+// The kernel the dispatcher reaches for an (op, key) two plugins offer: calls the
+// chosen plugin's kernel.
+class Selector final : public c10::OperatorKernel {
+ public:
+  explicit Selector(const Slot* slot) : slot_(slot) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+    slot_->chosen.load(std::memory_order_acquire)->callBoxed(op, keys, stack);
+  }
+
+ private:
+  const Slot* slot_;
+};
+
+thread_local detail::LoadingPlugin* loading = nullptr;
+std::atomic<std::size_t> registrations{0};
+
+class Selection {
+ public:
+  static Selection& get() {
+    static Selection* instance = new Selection();  // never destroyed: plugins outlive statics
+    return *instance;
+  }
+
+  void offer(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
+             torch::CppFunction&& direct) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    ++registrations;
+    detail::LoadingPlugin* plugin = loading;
+    if (plugin == nullptr) {  // opened outside the loader (the manifest tool, torch.ops.load_library)
+      m.impl(op, std::move(direct));
+      return;
+    }
+    const std::string key_name = c10::toString(key);
+    if (key_name != plugin->dispatch_key) {
+      plugin->violations.push_back("registers backplane::" + std::string(op) + " for " + key_name +
+                                   ", but its manifest declares dispatch key " + plugin->dispatch_key);
+      return;
+    }
+    if (std::find(plugin->ops.begin(), plugin->ops.end(), op) == plugin->ops.end()) {
+      plugin->violations.push_back("registers backplane::" + std::string(op) + ", which its manifest does not list");
+      return;
+    }
+    auto existing = slots_.find({op, key});
+    if (existing == slots_.end()) {
+      auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(std::string("backplane::") + op, ""));
+      if (handle && handle->hasKernelForDispatchKey(key)) {
+        plugin->violations.push_back("would register backplane::" + std::string(op) + " for " + key_name +
+                                     ", already registered directly (m.impl) by a plugin the core cannot choose "
+                                     "between");
+        return;
+      }
+    }
+    plugin->offered.push_back(op);
+    auto& slot = slots_[{op, key}];
+    if (!slot) {
+      slot = std::make_unique<Slot>();
+      slot->op = op;
+      slot->key = key;
+    }
+    slot->offers.push_back({plugin->name, std::move(kernel)});
+    if (slot->offers.size() == 1) m.impl(op, std::move(direct));  // the only offer: no selector in the way
+    choose(*slot);
+  }
+
+  void after_load() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    for (auto& [_, slot] : slots_) {
+      if (slot->offers.size() < 2 || slot->selector) continue;
+      // Installing over the first plugin's kernel is deliberate: keep PyTorch's
+      // "Overriding a previously registered kernel" warning out of the user's way.
+      DropOverrideWarnings quiet;
+      slot->selector = std::make_unique<torch::Library>(torch::Library::IMPL, "backplane", slot->key, __FILE__, __LINE__);
+      slot->selector->impl(slot->op.c_str(),
+                           torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Selector>(slot.get())));
+    }
+    for (auto& [_, slot] : slots_) {
+      choose(*slot);
+      if (slot->offers.size() > 1 && slot->why == "loaded first" && !slot->warned) {
+        slot->warned = true;
+        TORCH_WARN("backplane: ", slot->op, " on ", c10::toString(slot->key), " is offered by ", offered_by(*slot),
+                   "; '", slot->serving, "' serves it (loaded first). Choose with BACKPLANE_PREFER=", slot->op, ":",
+                   slot->offers.back().plugin, ", backplane.prefer() or --prefer.");
+      }
+    }
+  }
+
+  void set(const std::string& op, const std::vector<std::string>& plugins) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (plugins.empty())
+      prefs_.erase(op);
+    else
+      prefs_[op] = plugins;
+    for (auto& [_, slot] : slots_) choose(*slot);
+  }
+
+  std::map<std::string, std::vector<std::string>> preferences() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return prefs_;
+  }
+
+  void replace_all(const std::map<std::string, std::vector<std::string>>& prefs) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    prefs_ = prefs;
+    for (auto& [_, slot] : slots_) choose(*slot);
+  }
+
+  std::vector<ServingRecord> records() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    std::vector<ServingRecord> out;
+    for (const auto& [_, slot] : slots_) {
+      ServingRecord r{slot->op, c10::toString(slot->key), {}, slot->serving, slot->why};
+      for (const auto& o : slot->offers) r.offered_by.push_back(o.plugin);
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+ private:
+  struct DropOverrideWarnings : c10::WarningHandler {
+    c10::WarningHandler* previous = c10::WarningUtils::get_warning_handler();
+    c10::WarningUtils::WarningHandlerGuard guard{this};
+    void process(const c10::Warning& warning) override {
+      if (warning.msg().find("Overriding a previously registered kernel") == std::string::npos) previous->process(warning);
+    }
+  };
+
+  static std::string offered_by(const Slot& slot) {
+    std::string out;
+    for (const auto& o : slot.offers) out += (out.empty() ? "'" : ", '") + o.plugin + "'";
+    return out;
+  }
+
+  void choose(Slot& slot) {
+    auto pick = [&](const std::string& list_key) -> const Offer* {
+      auto it = prefs_.find(list_key);
+      if (it == prefs_.end()) return nullptr;
+      for (const auto& name : it->second)
+        for (const auto& o : slot.offers)
+          if (o.plugin == name) return &o;
+      return nullptr;
+    };
+    const Offer* chosen = pick(slot.op);
+    std::string why = "preferred for " + slot.op;
+    if (!chosen) {
+      chosen = pick("*");
+      why = "preferred for every op (*)";
+    }
+    if (!chosen) {
+      chosen = &slot.offers.front();
+      why = slot.offers.size() == 1 ? "only offer" : "loaded first";
+    }
+    slot.serving = chosen->plugin;
+    slot.why = why;
+    slot.chosen.store(&chosen->kernel, std::memory_order_release);
+  }
+
+  std::recursive_mutex mutex_;
+  std::map<std::pair<std::string, c10::DispatchKey>, std::unique_ptr<Slot>> slots_;
+  std::map<std::string, std::vector<std::string>> prefs_;
+};
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::map<std::string, std::vector<std::string>> parse_spec(const std::string& spec) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::stringstream parts(spec);
+  for (std::string part; std::getline(parts, part, ';');) {
+    part = trim(part);
+    if (part.empty()) continue;
+    const auto colon = part.find(':');
+    if (colon == std::string::npos)
+      throw std::invalid_argument("preference '" + part + "': expected op:plugin[,plugin...], e.g. rms_norm:cuda_alt");
+    const std::string op = trim(part.substr(0, colon));
+    std::vector<std::string> plugins;
+    std::stringstream names(part.substr(colon + 1));
+    for (std::string name; std::getline(names, name, ',');)
+      if (!trim(name).empty()) plugins.push_back(trim(name));
+    if (op != "*" && !registry().find(op))
+      throw std::invalid_argument("preference '" + part + "': the registry has no op '" + op + "'");
+    for (const auto& p : plugins)
+      if (!is_valid_backend_name(p))
+        throw std::invalid_argument("preference '" + part + "': '" + p + "' is not a plugin name (a plain identifier)");
+    if (plugins.empty()) throw std::invalid_argument("preference '" + part + "' names no plugin");
+    out[op] = plugins;
+  }
+  return out;
+}
+
+std::string to_spec(const std::map<std::string, std::vector<std::string>>& prefs) {
+  std::string out;
+  for (const auto& [op, plugins] : prefs) {
+    out += (out.empty() ? "" : ";") + op + ":";
+    for (size_t i = 0; i < plugins.size(); ++i) out += (i ? "," : "") + plugins[i];
+  }
+  return out;
+}
+
+// BACKPLANE_PREFER applies from the start; a bad value is a warning, not a crash of
+// whatever process loaded the core.
+const bool env_applied = [] {
+  const char* env = std::getenv("BACKPLANE_PREFER");
+  if (env == nullptr || *env == '\0') return false;
+  try {
+    for (const auto& [op, plugins] : parse_spec(env)) Selection::get().set(op, plugins);
+  } catch (const std::exception& e) {
+    TORCH_WARN("backplane: ignoring BACKPLANE_PREFER: ", e.what());
+  }
+  return true;
+}();
+
+}  // namespace
+
+namespace detail {
+
+void offer_kernel(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
+                  torch::CppFunction&& direct) {
+  Selection::get().offer(m, op, key, std::move(kernel), std::move(direct));
+}
+
+std::size_t core_registrations() { return registrations.load(); }
+
+LoadingScope::LoadingScope(LoadingPlugin* plugin) : previous_(loading) { loading = plugin; }
+LoadingScope::~LoadingScope() { loading = previous_; }
+
+void after_plugin_loaded(const std::string&) { Selection::get().after_load(); }
+
+}  // namespace detail
+
+void prefer(const std::string& op, const std::vector<std::string>& plugins) {
+  std::string spec = op + ":";
+  for (size_t i = 0; i < plugins.size(); ++i) spec += (i ? "," : "") + plugins[i];
+  if (plugins.empty()) {
+    if (op != "*" && !registry().find(op)) throw std::invalid_argument("prefer: the registry has no op '" + op + "'");
+    Selection::get().set(op, {});
+    return;
+  }
+  for (const auto& [o, p] : parse_spec(spec)) Selection::get().set(o, p);
+}
+
+void prefer_from_string(const std::string& spec) {
+  for (const auto& [op, plugins] : parse_spec(spec)) Selection::get().set(op, plugins);
+}
+
+void set_preferences(const std::string& spec) { Selection::get().replace_all(parse_spec(spec)); }
+
+std::string preferences_string() { return to_spec(Selection::get().preferences()); }
+
+ScopedPreference::ScopedPreference(const std::string& op, const std::vector<std::string>& plugins)
+    : saved_(preferences_string()) {
+  prefer(op, plugins);
+}
+
+ScopedPreference::~ScopedPreference() {
+  try {
+    Selection::get().replace_all(parse_spec(saved_));
+  } catch (const std::exception&) {
+    // saved_ came from preferences_string(), which parse_spec always accepts.
+  }
+}
+
+std::vector<ServingRecord> serving() { return Selection::get().records(); }
+
+std::string serving_plugin(const std::string& op, const std::string& dispatch_key) {
+  for (const auto& r : serving())
+    if (r.op == op && r.dispatch_key == dispatch_key) return r.serving;
+  return "";
+}
+
+}  // namespace backplane
