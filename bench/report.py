@@ -4,11 +4,12 @@
     build/bin/backplane_bench --benchmark_out=bench.json --benchmark_out_format=json
     python3 bench/report.py bench.json [--plot bench.png]
 
-Rows are named <op>/<backend>/<impl>/<size>. For each op and backend it prints size,
-backplane GB/s, torch GB/s, their ratio and the percentage of the copy_ bandwidth
-measured at the same size on the same device in the same run. For rms_norm, both
-PyTorch variants and the fastest of them. GB/s counts bytes read + written (each input
-once, each output once), 1 GB = 1e9 bytes. Plain python3; matplotlib only for --plot.
+Rows are named <op>/<backend>/<impl>/<shape>; impl is backplane, reference (the op's
+registry reference: the PyTorch expression it is checked against, in the same dtype on
+the same device) or copy_ (out.copy_(x) of the op's largest tensor). For each op,
+backend and shape it prints both GB/s, their ratio and backplane's percentage of copy_.
+GB/s counts bytes read + written (each input once, each output once), 1 GB = 1e9
+bytes. Plain python3; matplotlib only for --plot.
 """
 import argparse
 import json
@@ -25,19 +26,6 @@ def parse_name(name):
     if len(parts) != 4:
         return None
     return tuple(parts)  # op, backend, impl, size
-
-
-def size_key(size):
-    """Sort key: element count; rms_norm sizes ("256x4096_bfloat16") by dtype, then shape."""
-    m = re.fullmatch(r"(\d+)x(\d+)_(\w+)", size)
-    if m:
-        return (m.group(3), int(m.group(1)) * int(m.group(2)), int(m.group(2)))
-    return ("", int(size), 0) if size.isdigit() else ("", 0, size)
-
-
-def elements_of(size):
-    m = re.fullmatch(r"(\d+)x(\d+)_\w+", size)
-    return int(m.group(1)) * int(m.group(2)) if m else int(size)
 
 
 def load_rows(paths):
@@ -96,33 +84,19 @@ def report(rows, context, errors):
     info += [f"{k}: {v}" for k, v in sorted(context.items()) if k.startswith(("backend.", "skipped."))]
     if info:
         out.append("\n".join(f"- {line}" for line in info))
-    by_op = defaultdict(lambda: defaultdict(dict))  # op -> backend -> size -> impl -> row
-    for (op, backend, impl, size), row in rows.items():
-        by_op[op][backend].setdefault(size, {})[impl] = row
-    copy = by_op.get("copy_", {})
-
-    for op in sorted(o for o in by_op if o not in ("copy_", "call_overhead_add")):
-        for backend, sizes in sorted(by_op[op].items()):
+    by_op = defaultdict(lambda: defaultdict(dict))  # op -> backend -> shape -> impl -> row
+    for (op, backend, impl, shape), row in rows.items():
+        by_op[op][backend].setdefault(shape, {})[impl] = row
+    header = ["shape", "backplane GB/s", "reference GB/s", "backplane / reference", "backplane % of copy_",
+              "copy_ GB/s"]
+    for op in sorted(o for o in by_op if o != "call_overhead_add"):
+        for backend, shapes in sorted(by_op[op].items()):
             lines = []
-            for size in sorted(sizes, key=size_key):
-                impls = sizes[size]
-                ref = gbps(copy.get(backend, {}).get(size, {}).get("torch"))
-                bp = gbps(impls.get("backplane"))
-                if op == "rms_norm":
-                    variants = [gbps(impls.get(i)) for i in ("torch", "torch_composite")]
-                    best = max((v for v in variants if v is not None), default=None)
-                    lines.append([size, fmt(bp), fmt(variants[0]), fmt(variants[1]), fmt(best),
-                                  fmt(ratio(bp, best), "{:.2f}"), fmt(pct(bp, ref), "{:.0f}%"), fmt(ref)])
-                else:
-                    th = gbps(impls.get("torch"))
-                    lines.append([size, fmt(bp), fmt(th), fmt(ratio(bp, th), "{:.2f}"),
-                                  fmt(pct(bp, ref), "{:.0f}%"), fmt(pct(th, ref), "{:.0f}%"), fmt(ref)])
-            if op == "rms_norm":
-                header = ["size", "backplane GB/s", "at::rms_norm GB/s", "composite GB/s", "fastest torch GB/s",
-                          "backplane / fastest", "backplane % of copy_", "copy_ GB/s"]
-            else:
-                header = ["size", "backplane GB/s", "torch GB/s", "backplane / torch", "backplane % of copy_",
-                          "torch % of copy_", "copy_ GB/s"]
+            for shape in sorted(shapes):
+                impls = shapes[shape]
+                bp, ref, copy = (gbps(impls.get(i)) for i in ("backplane", "reference", "copy_"))
+                lines.append([shape, fmt(bp), fmt(ref), fmt(ratio(bp, ref), "{:.2f}"), fmt(pct(bp, copy), "{:.0f}%"),
+                              fmt(copy)])
             out.append(f"### {op} on {backend}\n\n" + table(header, lines))
 
     for backend, sizes in sorted(by_op.get("call_overhead_add", {}).items()):
@@ -151,46 +125,27 @@ def plot(rows, path):
         print(f"report.py: matplotlib is not installed; no plot written to {path} "
               "(pip install matplotlib to get one)", file=sys.stderr)
         return False
-    # One panel per op (rms_norm per dtype) and backend: a row per op, a column per
-    # backend. copy_ at the same sizes is drawn into each as the reference.
-    series = defaultdict(lambda: defaultdict(list))  # (op, backend) -> impl -> [(elements, GB/s)]
-    copy = defaultdict(list)  # (kind, dtype, backend) -> points
-    for (op, backend, impl, size), row in rows.items():
-        if op == "call_overhead_add" or gbps(row) is None:
-            continue
-        dtype = size.split("_", 1)[1] if "_" in size else "float32"
-        kind = "rows" if "x" in size else "elementwise"
-        point = (elements_of(size), gbps(row))
-        if op == "copy_":
-            copy[(kind, dtype, backend)].append(point)
-        else:
-            series[(f"{op} ({dtype})" if kind == "rows" else op, backend)][impl].append(point)
-    ops = sorted({op for op, _ in series})
-    backends = sorted({b for _, b in series})
-    colors = {"backplane": "tab:blue", "torch": "tab:orange", "torch_composite": "tab:green"}
-    fig, axes = plt.subplots(len(ops), len(backends), figsize=(5.5 * len(backends), 3.2 * len(ops)), squeeze=False)
-    for r, op in enumerate(ops):
-        for c, backend in enumerate(backends):
-            ax = axes[r][c]
-            impls = series.get((op, backend))
-            if not impls:
-                ax.axis("off")
-                continue
-            for impl, points in sorted(impls.items()):
-                points.sort()
-                ax.plot([p[0] for p in points], [p[1] for p in points], "-" if impl == "backplane" else "--",
-                        marker="o", color=colors.get(impl), label=impl)
-            kind, dtype = ("rows", op[op.index("(") + 1:-1]) if "(" in op else ("elementwise", "float32")
-            ref = sorted(copy.get((kind, dtype, backend), []))
-            if ref:
-                ax.plot([p[0] for p in ref], [p[1] for p in ref], ":", color="gray", marker=".", label="copy_")
-            ax.set_xscale("log", base=2)
-            ax.set_title(f"{op} on {backend}")
-            ax.set_xlabel("elements")
-            ax.set_ylabel("GB/s (read + written)")
-            ax.set_ylim(bottom=0)
-            ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
+    # One bar group per op shape and backend: backplane and the reference, with the copy_
+    # bandwidth of the same tensor drawn as the roofline mark.
+    groups = defaultdict(dict)  # (op, backend, shape) -> impl -> GB/s
+    for (op, backend, impl, shape), row in rows.items():
+        if op != "call_overhead_add" and gbps(row) is not None:
+            groups[(op, backend, shape)][impl] = gbps(row)
+    keys = sorted(groups)
+    if not keys:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(keys)), 4.5))
+    for i, key in enumerate(keys):
+        g = groups[key]
+        for k, (impl, color) in enumerate((("backplane", "tab:blue"), ("reference", "tab:orange"))):
+            if impl in g:
+                ax.bar(i + (k - 0.5) * 0.38, g[impl], 0.38, color=color, label=impl if i == 0 else None)
+        if "copy_" in g:
+            ax.hlines(g["copy_"], i - 0.45, i + 0.45, colors="gray", linestyles=":", label="copy_" if i == 0 else None)
+    ax.set_xticks(range(len(keys)), [f"{op}\n{shape}\n{backend}" for op, backend, shape in keys], fontsize=6,
+                  rotation=90)
+    ax.set_ylabel("GB/s (read + written, 1e9 bytes)")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"report.py: plot written to {path}", file=sys.stderr)

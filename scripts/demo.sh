@@ -43,7 +43,7 @@ fi
 if [ -x "$bin/backplane_bench" ]; then
   echo "== Benchmark (short run; see bench/RESULTS.md for full figures) =="
   json=$(mktemp)
-  "$bin/backplane_bench" --benchmark_filter='/1048576/|rms_norm' --benchmark_min_time=0.05 \
+  "$bin/backplane_bench" --benchmark_filter='1M_elements_float32|decode_32x8192' --benchmark_min_time=0.05 \
     --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
   "$python" bench/report.py "$json"
   rm -f "$json"

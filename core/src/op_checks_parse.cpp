@@ -36,7 +36,13 @@ class ChecksParser {
     if (const YAML::Node bench = node["bench"])
       for (const auto& item : list(bench, "bench")) checks.bench.push_back(inputs(item, /*allow_error=*/false));
     if (checks.samples.empty()) default_samples(node);
-    if (checks.bench.empty() && elementwise()) checks.bench.push_back(all_tensors({1 << 20}, "1M elements"));
+    if (checks.bench.empty() && elementwise()) {
+      // The first sample's other arguments, every Tensor at 1M elements.
+      OpInputs bench = all_tensors({1 << 20}, "1M elements");
+      for (const auto& [name, value] : checks.samples.front().args)
+        if (!bench.find(name)) bench.args.emplace_back(name, value);
+      checks.bench.push_back(std::move(bench));
+    }
   }
 
  private:

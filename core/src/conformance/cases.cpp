@@ -6,7 +6,7 @@
 #include "cases.h"
 
 #include <backplane/conformance_inputs.h>
-#include "reference_expr.h"
+#include <backplane/reference_expr.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

@@ -1,4 +1,4 @@
-#include "reference_expr.h"
+#include <backplane/reference_expr.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

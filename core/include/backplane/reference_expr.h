@@ -1,4 +1,5 @@
-// The registry's `reference:` expressions: calls of PyTorch ops over an op's arguments,
+// The registry's `reference:` expressions (the conformance suite evaluates them in
+// float64 on the CPU; the benchmarks in the op's dtype on its device): calls of PyTorch ops over an op's arguments,
 // e.g. `aten::add.Tensor(a, b, alpha=alpha)` or
 // `aten::narrow(aten::narrow(img, -2, box[0], box[2]), -1, box[1], box[3])`.
 //
@@ -9,6 +10,8 @@
 // tuples; a call's first return value is its value.
 #pragma once
 
+#include <backplane/export.h>
+
 #include <ATen/core/ivalue.h>
 
 #include <map>
@@ -17,7 +20,7 @@
 
 namespace backplane::conformance {
 
-class ReferenceExpr {
+class BACKPLANE_API ReferenceExpr {
  public:
   // Throws std::invalid_argument naming the column on a syntax error.
   static ReferenceExpr parse(const std::string& text);
