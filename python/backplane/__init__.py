@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ._native import BackendError, core, lib_dir
 
-__all__ = ["Backend", "BackendError", "OpInfo", "backends", "classes", "info", "lib_dir", "load", "ops"]
+__all__ = ["Backend", "BackendError", "OpInfo", "backends", "classes", "info", "lib_dir", "load", "load_package", "ops"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,7 @@ def info() -> dict:
 
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
 from . import classes  # noqa: E402
+from .package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 
 classes.register_fake_classes()  # generated from the registry, like the Meta kernels
 if os.environ.get("BACKPLANE_BACKENDS"):
