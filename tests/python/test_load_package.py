@@ -96,6 +96,12 @@ def test_mismatches_that_a_copy_cannot_fix_are_refused(plain_package, bad, messa
         run(*bad(*inputs()))
 
 
+def test_a_missing_input_is_refused(plain_package):
+    run = backplane.load_package(plain_package[0])
+    with pytest.raises(layouts.LayoutError, match=r"plain.pt2: expected 2 inputs \(x, y\), found 1"):
+        run(inputs()[0])
+
+
 def test_the_whole_dynamic_range_is_accepted(plain_package):
     run = backplane.load_package(plain_package[0])
     for batch in (2, 16, 1024):
