@@ -13,7 +13,11 @@ CHANNELS = 4
 
 
 def unit_depthwise_conv(channels: int) -> torch.nn.Conv2d:
-    conv = torch.nn.Conv2d(channels, channels, kernel_size=1, groups=channels, bias=False)
+    # dilation=2 changes nothing for a 1x1 kernel, but keeps the package's batch range the
+    # exported 2..1024: for an undilated, unstrided 1x1 conv, ATen's CPU backend choice
+    # asks "batch >= 16?", and Inductor turned the example's answer into a compiled range
+    # of 2..15 (docs/aoti-findings.md).
+    conv = torch.nn.Conv2d(channels, channels, kernel_size=1, groups=channels, bias=False, dilation=2)
     with torch.no_grad():
         conv.weight.fill_(1.0)
     return conv

@@ -5,10 +5,12 @@
 STEP: eager | compile | export | aoti | load | cpp | onnx | all. Each step is also a
 Python function of the same name taking a `Run`. Artifacts go to OUT as
 MODEL-DEVICE-DTYPE.{ep.pt2, io.pt, pt2, onnx}:
-  ep.pt2  the torch.export program (dynamic batch dimension)
+  ep.pt2  the torch.export program (dynamic batch dimension), for users: no step reads it
+          back (torch.export.load unpickles; `aoti` exports again instead)
   io.pt   inputs at several batch sizes and the reference outputs, with the tolerance:
           what `load`, `cpp` (`backplane run`) and `onnx` check against
-  pt2     the AOTInductor package
+  pt2     the AOTInductor package, with its input layouts (backplane.layouts); it holds
+          shared libraries, and loading it runs their code (docs/security.md)
 Every check compares with the model's plain-PyTorch reference, bit for bit where the
 tolerance is (0, 0); a mismatch raises, it is never just printed.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 import torch
 
 import backplane
+from backplane.package import add_layouts, check_entries
 
 from . import MODELS, ModelSpec
 from .native_libstdcxx import check_package, choose_cxx
@@ -33,6 +36,10 @@ from .spec import assert_matches
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = ("eager", "compile", "export", "aoti", "load", "cpp", "onnx")
+# The dynamic batch range every program is exported for (torch.export specializes 1).
+# `load` runs the top end too: Inductor can compile a narrower range than the export's
+# (a guard on the example's size; docs/aoti-findings.md), which the saved cases miss.
+BATCH_RANGE = (2, 1024)
 # The plugins a device's package needs loaded before it runs.
 BACKENDS = {"cpu": "cpu", "cuda": "cpu,cuda"}
 
@@ -115,7 +122,7 @@ def compile(run: Run) -> None:  # noqa: A001  (the step's name)
 
 def export_program(run: Run, model: torch.nn.Module) -> torch.export.ExportedProgram:
     example = run.inputs(run.spec.traced_batch)
-    batch = torch.export.Dim("batch", min=2, max=1024)
+    batch = torch.export.Dim("batch", min=BATCH_RANGE[0], max=BATCH_RANGE[1])
     return torch.export.export(model, example, dynamic_shapes=tuple({0: batch} for _ in example))
 
 
@@ -146,23 +153,23 @@ def export(run: Run) -> Path:
     return path
 
 
-def _exported(run: Run) -> torch.export.ExportedProgram:
-    path = run.artifact("ep.pt2")
-    if not path.is_file():
-        export(run)
-    run.load_backends()  # the program's ops need their kernels
-    return torch.export.load(path)
-
-
 def aoti(run: Run) -> Path:
-    """Compiles the exported program into a .pt2 package, then verifies the package."""
-    ep = _exported(run)
+    """Compiles the model into a .pt2 package, records its input layouts in it, then
+    verifies the package."""
+    # Exported here rather than read back from ep.pt2: torch.export.load unpickles, so a
+    # planted ep.pt2 in the output folder would run its code (docs/security.md).
+    model = run.build()
+    with Ticker("torch.export"):
+        ep = export_program(run, model)
+    if not run.artifact("io.pt").is_file():
+        save_io(run, model)
     cxx = choose_cxx(None)
     path = run.artifact("pt2")
     from torch._inductor import config
 
     with config.patch({"cpp.cxx": (None, cxx)}), Ticker(f"AOTInductor compile for {run.device} (C++: {cxx})"):
         torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+    add_layouts(path, ep)
     check_package(path)
     say(f"packaged {path.name} ({path.stat().st_size / 1e6:.1f} MB)")
     load(run)  # a package that does not reproduce the reference must fail here, not later
@@ -170,6 +177,7 @@ def aoti(run: Run) -> Path:
 
 
 def load_cases(path: Path, device: str):
+    # weights_only: tensors and plain containers only; a crafted file cannot run code.
     io = torch.load(path, weights_only=True)
     for case in io["cases"]:
         yield case["batch"], [t.to(device) for t in case["inputs"]], case["expected"], (io["atol"], io["rtol"])
@@ -190,24 +198,49 @@ def probe(package: Path, backends: str) -> None:
         raise RuntimeError(f"loading {package} failed in a child process:\n{result.stderr[-2000:]}")
 
 
+def other_layouts(x: torch.Tensor):
+    """x with the same values in layouts other than the compiled one: what the loader's
+    input check must convert (a package reading them as they are gives wrong numbers)."""
+    if x.dim() == 4:
+        yield "channels_last", x.contiguous(memory_format=torch.channels_last)
+    wide = torch.zeros(*x.shape[:-1], 2 * x.shape[-1], dtype=x.dtype, device=x.device)
+    yield "sliced", wide[..., ::2].copy_(x)
+    yield "transposed", x.transpose(0, -1).contiguous().transpose(0, -1)
+    yield "offset", torch.cat([x.new_zeros(1), x.flatten()])[1:].view(x.shape)
+
+
 def load(run: Run, probe_first: bool = True) -> None:
-    """Loads the .pt2 in this Python process and runs it on the saved cases."""
+    """Loads the .pt2 in this Python process (backplane.load_package: inputs checked against
+    the compiled layouts) and runs it on the saved cases, then on each case's inputs in
+    other layouts."""
     path = run.artifact("pt2")
+    check_entries(path)  # before anything, the probe included, extracts the archive
     check_package(path)
     if probe_first:
         probe(path, BACKENDS[run.device])
     run.load_backends()
-    # torch >= 2.14 then checks input strides against what the package was compiled for.
-    os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
-    compiled = torch._inductor.aoti_load_package(str(path))
+    compiled = backplane.load_package(path)
     batches = []
     with torch.no_grad():
         for batch, inputs, expected, tolerance in load_cases(run.artifact("io.pt"), run.device):
             out = compiled(*inputs)
             out = out[0] if isinstance(out, (list, tuple)) else out
             assert_matches(out, expected[0], tolerance, f"{path.name} in Python, batch {batch}")
+            for i, x in enumerate(inputs):
+                for layout, other in other_layouts(x):
+                    out = compiled(*inputs[:i], other, *inputs[i + 1:])
+                    out = out[0] if isinstance(out, (list, tuple)) else out
+                    assert_matches(out, expected[0], tolerance, f"{path.name} in Python, batch {batch}, input {i} {layout}")
             batches.append(batch)
-    say(f"{path.name} loaded in Python: matches the reference at batch sizes {batches}")
+        model, batch = run.build(), BATCH_RANGE[1]
+        inputs = run.inputs(batch)
+        out = compiled(*inputs)
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        assert_matches(out, run.spec.reference(model, *inputs), run.tolerance,
+                       f"{path.name} in Python, batch {batch} (the top of the exported range)")
+        batches.append(batch)
+    say(f"{path.name} loaded in Python: matches the reference at batch sizes {batches}, "
+        "inputs contiguous, channels_last, sliced, transposed and offset")
 
 
 def backplane_binary() -> Path:

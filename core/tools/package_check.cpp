@@ -47,6 +47,28 @@ std::vector<std::string> providers(const std::string& op, const std::string& key
 
 }  // namespace
 
+std::vector<std::string> check_entries(const std::string& package) {
+  // The reader strips the archive's top folder, and refuses an entry outside it.
+  caffe2::serialize::PyTorchStreamReader reader(package);
+  const auto names = reader.getAllRecords();
+  for (const auto& name : names) {
+    std::string part;
+    bool escapes = !name.empty() && (name[0] == '/' || name[0] == '\\');
+    for (size_t i = 0; i <= name.size() && !escapes; ++i) {
+      if (i == name.size() || name[i] == '/' || name[i] == '\\') {
+        escapes = part == "..";
+        part.clear();
+      } else {
+        part += name[i];
+      }
+    }
+    if (escapes)
+      throw std::runtime_error(package + ": refusing the package: its entry '" + name +
+                               "' would be written outside the extraction folder");
+  }
+  return names;
+}
+
 PackageNeeds package_needs(const std::string& package) {
   PackageNeeds needs;
   const auto metadata = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(package, "model");

@@ -1,14 +1,20 @@
 // `backplane run MODEL.pt2 --input MODEL.io.pt [--backends cpu,cuda] [--repeat N]`:
-// runs an AOTInductor package from C++ with no Python in the process. Loads the named
-// plugins first, checks the package calls nothing this process lacks, then runs it on
-// every case of the reference file written at export time (batch sizes other than the
-// traced one among them), compares with the saved outputs and reports latency.
+// runs an AOTInductor package from C++ with no Python in the process. Refuses an archive
+// whose entries would land outside the extraction folder, loads the named plugins, checks
+// the package calls nothing this process lacks, then runs it on every case of the
+// reference file written at export time (batch sizes other than the traced one among
+// them), each input checked against the layout the package was compiled for, compares
+// with the saved outputs on the CPU and reports latency.
+//
+// A .pt2 package holds shared libraries: running one runs its code (docs/security.md).
 #include "cli.h"
+#include "input_layouts.h"
 #include "package_check.h"
+#include "reference_file.h"
 
+#include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/serialize.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,51 +22,40 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <iterator>
 
 namespace backplane::cli {
 namespace {
 
-struct Case {
+struct RunArgs {
+  std::string package, input;
+  int repeat = 20;
+};
+
+struct CaseResult {
   int64_t batch = 0;
-  std::vector<at::Tensor> inputs, expected;
+  std::string problem;                 // empty: matches
+  std::vector<std::string> converted;  // inputs copied into the compiled layout
+  double median_ms = 0;
 };
 
-struct Reference {
-  double atol = 0, rtol = 0;
-  std::vector<Case> cases;
-};
-
-std::vector<at::Tensor> tensors(const c10::IValue& list) {
-  std::vector<at::Tensor> out;
-  for (const auto& t : list.toListRef()) out.push_back(t.toTensor());
-  return out;
-}
-
-// The file models/pipeline.py writes with torch.save: {"atol", "rtol", "cases": [{"batch",
-// "inputs", "expected"}]}.
-Reference read_reference(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read the reference file " + path);
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const c10::IValue root = torch::pickle_load(bytes);
-  if (!root.isGenericDict()) throw std::runtime_error(path + ": expected a dict saved by models/pipeline.py");
-  const auto dict = root.toGenericDict();
-  for (const char* key : {"atol", "rtol", "cases"})
-    if (!dict.contains(key)) throw std::runtime_error(path + ": missing key '" + key + "'");
-  Reference ref;
-  ref.atol = dict.at("atol").toDouble();
-  ref.rtol = dict.at("rtol").toDouble();
-  for (const auto& item : dict.at("cases").toListRef()) {
-    const auto c = item.toGenericDict();
-    ref.cases.push_back({c.at("batch").toInt(), tensors(c.at("inputs")), tensors(c.at("expected"))});
+// What a run found; printed by print_report (a machine-readable form can be added beside it).
+struct RunReport {
+  std::string package, device;
+  double load_ms = 0;
+  size_t ops = 0, classes = 0;
+  bool exact = false;  // atol = rtol = 0
+  int repeat = 0;
+  std::vector<CaseResult> cases;
+  int failures() const {
+    return static_cast<int>(std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return !c.problem.empty(); }));
   }
-  return ref;
-}
+};
 
-// Empty when they match; else what differs.
-std::string compare(const at::Tensor& actual_on_device, const at::Tensor& expected, const Reference& ref) {
-  const at::Tensor actual = actual_on_device.cpu();
+// Empty when they match; else what differs. Both sides are compared on the CPU, whatever
+// device the package ran on or the reference was saved from.
+std::string compare(const at::Tensor& actual_on_device, const at::Tensor& expected_anywhere, const Reference& ref) {
+  const at::Tensor actual = actual_on_device.to(at::kCPU);
+  const at::Tensor expected = expected_anywhere.to(at::kCPU);
   if (actual.sizes() != expected.sizes() || actual.scalar_type() != expected.scalar_type())
     return "expected " + c10::str(expected.sizes(), " ", expected.scalar_type()) + ", found " +
            c10::str(actual.sizes(), " ", actual.scalar_type());
@@ -81,87 +76,116 @@ double median_ms(std::vector<double> samples) {
   return samples[samples.size() / 2];
 }
 
-}  // namespace
-
-int run_command(const Options& options) {
-  std::string package, input;
-  int repeat = 20;
-  for (size_t i = 0; i < options.rest.size(); ++i) {
-    const std::string& arg = options.rest[i];
-    if ((arg == "--input" || arg == "--repeat") && i + 1 >= options.rest.size()) {
+// Returns 0, or the exit status for a usage error (after saying why).
+int parse_args(const std::vector<std::string>& rest, RunArgs& args) {
+  for (size_t i = 0; i < rest.size(); ++i) {
+    const std::string& arg = rest[i];
+    if ((arg == "--input" || arg == "--repeat") && i + 1 >= rest.size()) {
       std::cerr << "backplane run: " << arg << " needs a value\n";
       return 2;
     }
     if (arg == "--input")
-      input = options.rest[++i];
+      args.input = rest[++i];
     else if (arg == "--repeat")
-      repeat = std::max(1, std::atoi(options.rest[++i].c_str()));
-    else if (package.empty())
-      package = arg;
+      args.repeat = std::max(1, std::atoi(rest[++i].c_str()));
+    else if (args.package.empty())
+      args.package = arg;
     else {
       std::cerr << "backplane run: unexpected argument '" << arg << "'\n";
       return 2;
     }
   }
-  if (package.empty() || input.empty()) {
+  if (args.package.empty() || args.input.empty()) {
     std::cerr << "usage: backplane run MODEL.pt2 --input MODEL.io.pt [--backends a,b] [--repeat N]\n";
     return 2;
   }
+  return 0;
+}
 
-  if (!std::ifstream(package)) {
-    std::cerr << "backplane run: cannot read the package " << package << "\n";
+void print_report(const RunReport& r) {
+  std::cout << "loaded " << r.package << " for " << r.device << " in " << std::fixed << std::setprecision(1) << r.load_ms
+            << " ms; backplane ops: " << r.ops << ", custom classes: " << r.classes << "\n";
+  for (const auto& c : r.cases) {
+    for (const auto& note : c.converted) std::cout << "batch " << std::setw(3) << c.batch << ": " << note << "\n";
+    std::cout << "batch " << std::setw(3) << c.batch << ": "
+              << (c.problem.empty() ? (r.exact ? "matches bit for bit" : "matches within tolerance") : "MISMATCH: " + c.problem)
+              << "; median " << std::setprecision(3) << c.median_ms << " ms over " << r.repeat << " runs\n";
+  }
+  if (r.failures()) std::cerr << "backplane run: " << r.failures() << " of " << r.cases.size() << " cases did not match\n";
+}
+
+}  // namespace
+
+int run_command(const Options& options) {
+  RunArgs args;
+  if (const int status = parse_args(options.rest, args)) return status;
+  if (!std::ifstream(args.package)) {
+    std::cerr << "backplane run: cannot read the package " << args.package << "\n";
     return 1;
   }
-  load_selected(options);  // plugins first: their kernels must be registered before the package runs
-  const PackageNeeds needs = package_needs(package);
+  check_entries(args.package);  // before anything is extracted
+  // Plugins first: their kernels must be registered before the package runs, and their
+  // devices before a reference saved on one of them can be read.
+  load_selected(options);
+  const Reference ref = read_reference(args.input);
+  const auto layouts = read_input_layouts(args.package);
+  const PackageNeeds needs = package_needs(args.package);
   if (const auto problems = missing_for(needs); !problems.empty()) {
-    std::cerr << "backplane run: " << package << " cannot run in this process:\n";
+    std::cerr << "backplane run: " << args.package << " cannot run in this process:\n";
     for (const auto& p : problems) std::cerr << "  " << p << "\n";
     return 1;
   }
-  const Reference ref = read_reference(input);
 
-  // Where torch supports it (2.14), the package then checks that inputs have the
-  // strides it was compiled for instead of reading them wrongly.
+  const c10::Device device(needs.device);
+  // Inputs are checked and placed before the package loads: a refusal costs no load.
+  std::vector<std::vector<at::Tensor>> inputs(ref.cases.size());
+  RunReport report{args.package, needs.device, 0, needs.ops.size(), needs.classes.size(), ref.atol == 0 && ref.rtol == 0,
+                   args.repeat, std::vector<CaseResult>(ref.cases.size())};
+  for (size_t k = 0; k < ref.cases.size(); ++k) {
+    const ReferenceCase& c = ref.cases[k];
+    report.cases[k].batch = c.batch;
+    if (layouts && layouts->size() != c.inputs.size())
+      throw std::runtime_error(c10::str(args.input, ": case ", k, " has ", c.inputs.size(), " inputs; the package takes ",
+                                        layouts->size()));
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      std::string note;
+      try {
+        inputs[k].push_back(guard_input(layouts ? &(*layouts)[i] : nullptr, i, c.inputs[i].to(device), note));
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(c10::str(args.input, ", case ", k, " (batch ", c.batch, "): ", e.what()));
+      }
+      if (!note.empty()) report.cases[k].converted.push_back(note);
+    }
+  }
+
+  // Where torch supports it (2.14), the package then checks the inputs itself too.
   setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   const auto start = std::chrono::steady_clock::now();
-  torch::inductor::AOTIModelPackageLoader loader(package, "model");
-  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  const c10::Device device(needs.device);
-  std::cout << "loaded " << package << " for " << needs.device << " in " << std::fixed << std::setprecision(1) << load_ms
-            << " ms; backplane ops: " << needs.ops.size() << ", custom classes: " << needs.classes.size() << "\n";
+  torch::inductor::AOTIModelPackageLoader loader(args.package, "model");
+  report.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   // First every case once (the check, and the warm-up: first runs pay for lazy
   // initialisation), then the timing.
-  std::vector<std::vector<at::Tensor>> inputs(ref.cases.size());
-  std::vector<std::string> problems(ref.cases.size());
-  int failures = 0;
   for (size_t k = 0; k < ref.cases.size(); ++k) {
-    const Case& c = ref.cases[k];
-    for (const auto& t : c.inputs) inputs[k].push_back(t.to(device));
+    const ReferenceCase& c = ref.cases[k];
     const auto outputs = loader.run(inputs[k]);
-    problems[k] = outputs.size() == c.expected.size()
-                      ? ""
-                      : c10::str("expected ", c.expected.size(), " outputs, found ", outputs.size());
-    for (size_t i = 0; problems[k].empty() && i < outputs.size(); ++i) problems[k] = compare(outputs[i], c.expected[i], ref);
-    failures += !problems[k].empty();
+    std::string& problem = report.cases[k].problem;
+    if (outputs.size() != c.expected.size()) problem = c10::str("expected ", c.expected.size(), " outputs, found ", outputs.size());
+    for (size_t i = 0; problem.empty() && i < outputs.size(); ++i) problem = compare(outputs[i], c.expected[i], ref);
   }
   for (size_t k = 0; k < ref.cases.size(); ++k) {
     std::vector<double> samples;
-    for (int i = 0; i < repeat + 2; ++i) {
+    for (int i = 0; i < args.repeat + 2; ++i) {
       synchronize(device);
       const auto t0 = std::chrono::steady_clock::now();
       loader.run(inputs[k]);
       synchronize(device);
       if (i >= 2) samples.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::cout << "batch " << std::setw(3) << ref.cases[k].batch << ": "
-              << (problems[k].empty() ? (ref.atol == 0 && ref.rtol == 0 ? "matches bit for bit" : "matches within tolerance")
-                                      : "MISMATCH: " + problems[k])
-              << "; median " << std::setprecision(3) << median_ms(samples) << " ms over " << repeat << " runs\n";
+    report.cases[k].median_ms = median_ms(samples);
   }
-  if (failures) std::cerr << "backplane run: " << failures << " of " << ref.cases.size() << " cases did not match\n";
-  return failures ? 1 : 0;
+  print_report(report);
+  return report.failures() ? 1 : 0;
 }
 
 }  // namespace backplane::cli

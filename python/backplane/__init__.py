@@ -19,7 +19,7 @@ from .selection import Serving, preferences, prefer, serving
 
 __all__ = [
     "Backend", "BackendError", "CheckResult", "OpInfo", "Serving", "backends", "check", "classes", "info",
-    "lib_dir", "load", "ops", "preferences", "prefer", "serving",
+    "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
 ]
 
 
@@ -138,6 +138,7 @@ def info() -> dict:
 
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
 from . import classes  # noqa: E402
+from .package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 
 classes.register_fake_classes()  # generated from the registry, like the Meta kernels
 if os.environ.get("BACKPLANE_BACKENDS"):

@@ -2,6 +2,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
@@ -11,3 +12,25 @@ import backplane  # noqa: E402
 @pytest.fixture(scope="session", autouse=True)
 def cpu_backend():
     backplane.load("cpu")
+
+
+class Plain(torch.nn.Module):
+    """Plain aten ops whose output depends on where each element sits: read with the
+    wrong strides, the package returns other numbers."""
+
+    def forward(self, x, y):
+        return x * 2 + y[:, None, None, :]  # exact in any order of evaluation
+
+
+@pytest.fixture(scope="session")
+def plain_package(tmp_path_factory):
+    """(path, layouts) of one AOTInductor package of `Plain` (x: (batch, 3, 4, 5), y: (batch, 5),
+    batch 2..1024) with Backplane's layout record; compiled once per session (tens of seconds)."""
+    from backplane.package import add_layouts
+
+    batch = torch.export.Dim("batch", min=2, max=1024)
+    ep = torch.export.export(Plain(), (torch.randn(3, 3, 4, 5), torch.randn(3, 5)),
+                             dynamic_shapes=({0: batch}, {0: batch}))
+    path = tmp_path_factory.mktemp("plain") / "plain.pt2"
+    torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+    return path, add_layouts(path, ep)

@@ -123,10 +123,15 @@ def test_a_wrong_fake_class_never_gives_wrong_numbers(tmp_path):
         assert "expected bit-for-bit equality" in output or "stride" in output.lower(), output[-3000:]
         print(f"torch {torch.__version__}: the wrong fake made the package wrong, and the pipeline refused it")
         return
+    # Through backplane.load_package, as a user runs it: it copies a channels_last input into
+    # the compiled (contiguous) layout. torch's own loader would read it with the compiled
+    # strides and return wrong numbers (it did on the GPU machine, torch 2.11).
+    import backplane
+
     run = pipeline.Run("identity", "cpu", "float32", tmp_path)
-    compiled = torch._inductor.aoti_load_package(str(run.artifact("pt2")))
+    compiled = backplane.load_package(run.artifact("pt2"))
     for batch in (2, 5):
         x = run.inputs(batch)[0]
-        for layout in (x, x.contiguous(memory_format=torch.channels_last)):
+        for layout in (x, x.contiguous(memory_format=torch.channels_last), x.transpose(2, 3).contiguous().transpose(2, 3)):
             assert torch.equal(compiled(layout), layout)
     print(f"torch {torch.__version__}: the wrong fake did not change the numbers; the package is exact")

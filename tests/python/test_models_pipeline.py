@@ -19,12 +19,28 @@ from models.spec import assert_matches  # noqa: E402
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 
 
+def refuse_unpickling(*args, **kwargs):
+    raise AssertionError("the pipeline unpickled a file from its output folder: a planted one would run code")
+
+
 @pytest.fixture(scope="module", params=["identity", "decoder_block"])
 def packaged(request, tmp_path_factory):
-    """Exports and AOTI-packages the model once (the package is verified as it is made)."""
+    """Exports and AOTI-packages the model once (the package is verified as it is made).
+    `aoti` and `load` must not unpickle what lies in the output folder (ep.pt2 could be
+    planted): torch.export.load, and torch.load other than weights_only, fail here."""
     run = pipeline.Run(request.param, "cpu", "float32", tmp_path_factory.mktemp(request.param))
     pipeline.export(run)
-    pipeline.aoti(run)
+    weights_only_load = torch.load
+
+    def checked_load(*args, weights_only=None, **kwargs):
+        if weights_only is not True:
+            refuse_unpickling()
+        return weights_only_load(*args, weights_only=True, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.export, "load", refuse_unpickling)
+        patch.setattr(torch, "load", checked_load)
+        pipeline.aoti(run)
     return run
 
 
@@ -62,6 +78,27 @@ def test_package_runs_from_cpp(packaged):
     assert result.returncode == 0, result.stdout + result.stderr
     exact = "bit for bit" if packaged.model == "identity" else "within tolerance"
     assert result.stdout.count(f"matches {exact}") == len(packaged.spec.check_batches), result.stdout
+
+
+def test_the_documented_batch_range_runs(packaged, tmp_path):
+    """Exported for batch 2..1024: the package runs the ends and a size past the traced
+    ones, in Python and from C++, under torch's runtime input checks."""
+    model = packaged.build()
+    cases = []
+    with torch.no_grad():
+        for batch in (2, 16, 1024):
+            inputs = packaged.inputs(batch)
+            cases.append({"batch": batch, "inputs": list(inputs), "expected": [packaged.spec.reference(model, *inputs)]})
+    atol, rtol = packaged.tolerance
+    torch.save({"atol": float(atol), "rtol": float(rtol), "cases": cases}, tmp_path / "io.pt")
+    result = subprocess.run([str(BACKPLANE), "run", str(packaged.artifact("pt2")), "--backends", "cpu", "--input",
+                             str(tmp_path / "io.pt"), "--repeat", "1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    import backplane
+
+    compiled = backplane.load_package(packaged.artifact("pt2"))
+    for case in cases:
+        assert_matches(compiled(*case["inputs"]), case["expected"][0], packaged.tolerance, f"batch {case['batch']}")
 
 
 def test_cpp_run_without_the_plugin_names_the_op_and_plugin(packaged):
@@ -103,6 +140,19 @@ def test_a_package_that_differs_from_the_reference_fails_loudly(packaged, tmp_pa
     result = subprocess.run([str(BACKPLANE), "run", str(broken.artifact("pt2")), "--backends", "cpu", "--input",
                              str(broken.artifact("io.pt")), "--repeat", "1"], capture_output=True, text=True)
     assert result.returncode == 1 and "MISMATCH" in result.stdout
+
+
+def test_a_malicious_reference_file_runs_nothing(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    torch.save({"atol": 0.0, "rtol": 0.0, "cases": [Evil()]}, tmp_path / "io.pt")
+    with pytest.raises(Exception, match="Weights only load failed"):
+        list(pipeline.load_cases(tmp_path / "io.pt", "cpu"))
+    assert not marker.exists()
 
 
 def test_assert_matches_reports_the_difference():

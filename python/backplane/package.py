@@ -1,0 +1,120 @@
+"""`backplane.load_package(path)`: an AOTInductor .pt2 package that never silently reads
+an input with the wrong layout.
+
+    run = backplane.load_package("model.pt2")   # like torch._inductor.aoti_load_package
+    y = run(x)                                  # x checked (and if need be copied) first
+
+Works for any .pt2, with or without Backplane ops (load the plugins it calls first). The
+rule per input is in `backplane.layouts`: other strides or alignment are copied into the
+compiled layout, anything else that differs is refused naming the input and both layouts.
+
+A .pt2 package holds shared libraries: loading one runs its code. Load only packages you
+trust (docs/security.md). What this module guards against is honest mistakes: inputs in
+another layout, and archives whose entries would be written outside the extraction folder.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import torch
+import torch.utils._pytree as pytree
+
+from . import layouts
+
+__all__ = ["GuardedPackage", "add_layouts", "archive_prefix", "check_entries", "load_package", "read_layouts"]
+
+
+def check_entries(path: str | os.PathLike) -> list[str]:
+    """The archive's entry names; raises ValueError naming an entry that would be extracted
+    outside the extraction folder (absolute, `..`, or a drive/backslash path: zip-slip)."""
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+    for name in names:
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise ValueError(f"{path}: refusing the package: its entry {name!r} would be written outside the "
+                             "extraction folder")
+    return names
+
+
+def archive_prefix(names: list[str], path) -> str:
+    """The one top folder every entry of a .pt2 archive lies in."""
+    tops = {n.split("/", 1)[0] for n in names}
+    if len(tops) != 1:
+        raise ValueError(f"{path}: expected every entry under one folder, found {sorted(tops)[:5]}")
+    return tops.pop() + "/"
+
+
+def read_layouts(path: str | os.PathLike) -> list[layouts.InputLayout] | None:
+    """The input layouts Backplane recorded in the package, or None for a package without them."""
+    names = check_entries(path)
+    entry = archive_prefix(names, path) + layouts.ENTRY
+    if entry not in names:
+        return None
+    with zipfile.ZipFile(path) as z:
+        return layouts.parse_layouts(z.read(entry).decode("utf-8"), f"{path}:{entry}")
+
+
+def add_layouts(path: str | os.PathLike, ep: torch.export.ExportedProgram) -> list[layouts.InputLayout]:
+    """Records ep's input layouts in the package compiled from it (a stored entry appended
+    to the archive; torch's and Backplane's readers both see it)."""
+    recorded = layouts.record_layouts(ep)
+    names = check_entries(path)
+    entry = archive_prefix(names, path) + layouts.ENTRY
+    if entry in names:
+        raise ValueError(f"{path}: already holds {entry}")
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
+        z.writestr(entry, layouts.format_layouts(recorded))
+    return recorded
+
+
+class GuardedPackage:
+    """Calls the package like aoti_load_package's model does, after checking every input.
+
+    `converted` lists what the last call copied into the compiled layout."""
+
+    def __init__(self, path: str | os.PathLike, compiled, recorded: list[layouts.InputLayout] | None):
+        self.path = Path(path)
+        self.compiled = compiled
+        self.layouts = recorded
+        self.converted: list[str] = []
+
+    def guard(self, flat: list) -> list:
+        """The flattened inputs as the package must receive them; raises LayoutError."""
+        if self.layouts is not None and len(flat) != len(self.layouts):
+            raise layouts.LayoutError(f"{self.path.name}: expected {len(self.layouts)} inputs "
+                                      f"({', '.join(x.name for x in self.layouts)}), found {len(flat)}")
+        out, self.converted = [], []
+        for index, value in enumerate(flat):
+            if not isinstance(value, torch.Tensor):
+                out.append(value)
+                continue
+            layout = self.layouts[index] if self.layouts is not None else None
+            if layout is not None and not layout.is_tensor:
+                raise layouts.LayoutError(f"input {index} ({layout.name}): the package takes a non-tensor here, "
+                                          f"found a tensor")
+            value, note = (layouts.check_input(layout, value) if layout is not None
+                           else layouts.contiguous_rule(index, value))
+            out.append(value)
+            if note:
+                self.converted.append(note)
+        return out
+
+    def __call__(self, *args, **kwargs):
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        args, kwargs = pytree.tree_unflatten(self.guard(flat), spec)
+        return self.compiled(*args, **kwargs)
+
+
+def load_package(path: str | os.PathLike, **aoti_options) -> GuardedPackage:
+    """Loads an AOTInductor package (any .pt2 aoti_load_package takes; `aoti_options` go
+    to it) and returns a callable that checks each input against the layout the package
+    was compiled for. Refuses, before anything is extracted, an archive with an entry that
+    would land outside the extraction folder."""
+    recorded = read_layouts(path)  # also checks the entries
+    # torch >= 2.14 then checks sizes, strides, dtype and device itself as well.
+    os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
+    compiled = torch._inductor.aoti_load_package(os.fspath(path), **aoti_options)
+    return GuardedPackage(path, compiled, recorded)
