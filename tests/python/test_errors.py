@@ -15,6 +15,13 @@ CASES = [
      "backplane::add: sizes of 'a' [2, 3] and 'b' [4] do not broadcast (dimension -1: 3 vs 4)"),
     (lambda: ops.crop(torch.ones(3, 8, 8), [4, 0, 5, 8]), ValueError,
      "backplane::crop: box [4, 0, 5, 8] does not fit img of sizes [3, 8, 8]"),
+    # top + height and left + width past 2^63 - 1 once wrapped and read out of bounds.
+    (lambda: ops.crop(torch.ones(3, 8, 8), [2**63 - 2, 0, 3, 8]), ValueError,
+     "backplane::crop: box [9223372036854775806, 0, 3, 8] does not fit img of sizes [3, 8, 8] "
+     "(top + height or left + width overflows int64)"),
+    (lambda: ops.crop(torch.ones(3, 8, 8), [0, 2**63 - 1, 8, 1]), ValueError,
+     "backplane::crop: box [0, 9223372036854775807, 8, 1] does not fit img of sizes [3, 8, 8] "
+     "(top + height or left + width overflows int64)"),
     (lambda: ops.rms_norm(torch.ones(2, 8), torch.ones(7)), ValueError,
      "backplane::rms_norm: weight must have sizes [8] (x's last dimension), found [7]"),
     (lambda: ops.sin_out(torch.ones(5, 6), out=torch.empty(0)), ValueError,
@@ -43,3 +50,4 @@ def test_no_silent_cross_device_computation():
     # A meta tensor mixed with a CPU one: refused, not computed somewhere.
     with pytest.raises(RuntimeError, match="must be on one device"):
         ops.add(torch.ones(3, device="meta"), torch.ones(3))
+
