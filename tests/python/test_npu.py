@@ -350,3 +350,27 @@ print(torch.ones(2, device="npu:0").sum().item())
     assert done.stdout.count("refused:") == 7, done.stdout
     assert done.stdout.split()[-1] == "2.0"
 
+
+def test_exit_with_streams_events_and_busy_workers_is_clean():
+    # Every stream of both devices has a worker with work queued when Python exits;
+    # the process must end by itself, promptly and with status 0.
+    done = _run_alone("""
+streams = [torch.npu.Stream(d) for d in (0, 1) for _ in range(6)]
+events = []
+for s in streams:
+    with torch.npu.stream(s):
+        x = torch.randn(200_000, device=s.device)
+        for _ in range(10):
+            torch.ops.backplane.scale_(x, 1.0001)
+        events.append(torch.npu.Event())
+        events[-1].record(s)
+print("queued", len(streams))
+""", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "queued 12"
+
+
+def test_out_overlap_is_refused_on_npu():
+    t = torch.randn(14, device="npu")
+    with pytest.raises(ValueError, match="backplane::sin_out: argument 'out' partially overlaps input 'x'"):
+        torch.ops.backplane.sin_out(t[0:12:2], out=t[2:14:2])
