@@ -1,6 +1,7 @@
 // A small C interface for python/backplane/npu.py (ctypes): what torch's generic
 // device APIs (torch.accelerator, torch.Stream, torch.Event) do not cover. Every
-// function returns 0 on success, or a driver error code.
+// function that can fail returns 0 on success, else a driver error code or 1 with a
+// message (guarded below).
 #include "launch.h"
 #include "npu_stream.h"
 
@@ -11,6 +12,34 @@
 #include <string>
 
 #define BACKPLANE_NPU_C_API extern "C" __attribute__((visibility("default")))
+
+// No exception may leave a C function (ctypes cannot catch it: the process ends).
+// Functions that can fail run through the plugin's own checks, so the messages match
+// C++ (an out-of-range index names the valid range); on failure the message is
+// written to `message` (size bytes) and 1 is returned.
+namespace {
+template <typename Fn>
+int guarded(char* message, size_t size, Fn&& fn) noexcept {
+  try {
+    fn();
+    return 0;
+  } catch (const c10::Error& e) {
+    std::snprintf(message, size, "%s", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    std::snprintf(message, size, "%s", e.what());
+  } catch (...) {
+    std::snprintf(message, size, "backplane npu: unknown exception");
+  }
+  return 1;
+}
+
+// An index from Python, checked before it narrows to c10's 8-bit DeviceIndex.
+c10::DeviceIndex device_index(int device) {
+  TORCH_CHECK(device >= 0 && device < backplane::npu::device_count(), "backplane npu: device index ", device,
+              " out of range; expected 0 <= index < ", int(backplane::npu::device_count()));
+  return static_cast<c10::DeviceIndex>(device);
+}
+}  // namespace
 
 BACKPLANE_NPU_C_API int backplane_npu_device_count() { return backplane::npu::device_count(); }
 
@@ -30,53 +59,48 @@ BACKPLANE_NPU_C_API int backplane_npu_reset_peak(int device) { return npuMemRese
 // Test switches (see runtime/npu_runtime.h).
 BACKPLANE_NPU_C_API void backplane_npu_set_skip_host_waits(int skip) { npuTestSetSkipHostWaits(skip != 0); }
 
-// Holds the current stream of `device` until backplane_npu_release(hold).
-BACKPLANE_NPU_C_API void* backplane_npu_hold_current_stream(int device) {
-  if (device < 0 || device >= backplane::npu::device_count()) return nullptr;
-  npuHold_t hold = nullptr;
-  npuTestHoldStream(backplane::npu::native(backplane::npu::current_stream(device)), &hold);
-  return hold;
+// Holds the current stream of `device` until backplane_npu_release(*hold).
+BACKPLANE_NPU_C_API int backplane_npu_hold_current_stream(int device, void** hold, char* message, size_t size) {
+  return guarded(message, size, [&] {
+    npuHold_t held = nullptr;
+    backplane::npu::check(npuTestHoldStream(backplane::npu::native(backplane::npu::current_stream(device_index(device))), &held),
+                          "holding a stream");
+    *hold = held;
+  });
 }
 
 BACKPLANE_NPU_C_API int backplane_npu_release(void* hold) { return npuTestRelease(static_cast<npuHold_t>(hold)); }
 
 // Queues work that fails with `message` on the current stream of `device`: the
 // failure must surface at the next synchronize, as a kernel's would.
-BACKPLANE_NPU_C_API void backplane_npu_queue_failure(int device, const char* message) {
-  std::string text = message;
-  backplane::npu::launch(static_cast<c10::DeviceIndex>(device), "test failure",
-                         [text] { TORCH_CHECK(false, text); });
+BACKPLANE_NPU_C_API int backplane_npu_queue_failure(int device, const char* failure, char* message, size_t size) {
+  return guarded(message, size, [&] {
+    std::string text = failure;
+    backplane::npu::launch(device_index(device), "test failure", [text] { TORCH_CHECK(false, text); });
+  });
 }
 
-// Device queries and synchronization through the plugin's own checks, so the
-// messages match C++ (an out-of-range index names the valid range). On failure,
-// the message is written to `message` (size bytes) and 1 is returned.
-namespace {
-template <typename Fn>
-int guarded(char* message, size_t size, Fn&& fn) {
-  try {
-    fn();
-    return 0;
-  } catch (const c10::Error& e) {
-    std::snprintf(message, size, "%s", e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    std::snprintf(message, size, "%s", e.what());
-  }
-  return 1;
+BACKPLANE_NPU_C_API int backplane_npu_current_device(char* message, size_t size) {
+  int device = -1;
+  return guarded(message, size, [&] { device = backplane::npu::current_device(); }) == 0 ? device : -1;
 }
-}  // namespace
 
-BACKPLANE_NPU_C_API int backplane_npu_current_device() { return backplane::npu::current_device(); }
+// Whether (device, id) names a stream: torch.npu.stream() asks first, because c10
+// sets a current stream from a noexcept function that cannot refuse it.
+BACKPLANE_NPU_C_API int backplane_npu_check_stream(int device, int64_t id, char* message, size_t size) {
+  return guarded(message, size, [&] {
+    backplane::npu::native(c10::Stream(c10::Stream::UNSAFE, c10::Device(backplane::npu::kNpu, device_index(device)), id));
+  });
+}
 
 BACKPLANE_NPU_C_API int backplane_npu_set_device(int device, char* message, size_t size) {
-  return guarded(message, size, [&] { backplane::npu::set_device(static_cast<c10::DeviceIndex>(device)); });
+  return guarded(message, size, [&] { backplane::npu::set_device(device_index(device)); });
 }
 
 // Waits for every stream of the device; raises the first failure of queued work.
 BACKPLANE_NPU_C_API int backplane_npu_synchronize(int device, char* message, size_t size) {
   return guarded(message, size, [&] {
-    const c10::DeviceIndex index = device < 0 ? backplane::npu::current_device() : device;
-    backplane::npu::check_index(index);
+    const c10::DeviceIndex index = device < 0 ? backplane::npu::current_device() : device_index(device);
     for (c10::StreamId id = 0; id <= backplane::npu::kPoolSize; ++id)
       backplane::npu::synchronize(c10::Stream(c10::Stream::UNSAFE, c10::Device(backplane::npu::kNpu, index), id));
   });

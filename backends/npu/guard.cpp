@@ -23,15 +23,29 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override { npuSetDevice(d.index()); }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
 
+  // c10 declares getStream and exchangeStream noexcept: a check that throws there
+  // ends the process. On a bad device index or stream id they hand back a stream
+  // that native() refuses, with the index and the valid range, wherever it is used;
+  // torch.npu checks indices before it gets here.
   c10::Stream getStream(c10::Device d) const noexcept override {
-    return current_stream(d.has_index() ? d.index() : current_device());
+    try {
+      return current_stream(d.has_index() ? d.index() : current_device());
+    } catch (...) {
+      return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, d.has_index() ? d.index() : 0), 0);
+    }
   }
   c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(index_of(d)); }
   c10::Stream getNewStream(c10::Device d, int /*priority*/) const override { return pool_stream(index_of(d)); }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
     return pool_stream(index_of(d));
   }
-  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return exchange_stream(s); }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override {
+    try {
+      return exchange_stream(s);
+    } catch (...) {
+      return s;  // a bad device index: nothing changed, and using s raises
+    }
+  }
   bool queryStream(const c10::Stream& s) const override { return npuStreamQuery(native(s)) == npuSuccess; }
   void synchronizeStream(const c10::Stream& s) const override { synchronize(s); }
   void synchronizeDevice(const c10::DeviceIndex index) const override {

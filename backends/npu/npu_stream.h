@@ -27,7 +27,8 @@ c10::DeviceIndex index_of(c10::Device device);  // npu -> current device; npu:i 
 npuStream_t native(const c10::Stream& stream);
 c10::Stream default_stream(c10::DeviceIndex index);
 c10::Stream current_stream(c10::DeviceIndex index);
-c10::Stream exchange_stream(const c10::Stream& stream);  // sets current, returns the previous
+// Sets the current stream, returns the previous; checks the device index only.
+c10::Stream exchange_stream(const c10::Stream& stream);
 c10::Stream pool_stream(c10::DeviceIndex index);
 
 // Waits for the stream; raises the first failure of a task queued on it.

@@ -1,6 +1,7 @@
 // Parses one entry of a registry `classes:` list into a ClassDef. Like the op parser,
 // every error names file:line:column and says what was expected and what was found.
 #include "yaml_location.h"
+#include "yaml_strict.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 
@@ -63,23 +64,28 @@ class ClassParser {
   }
 
   void check_keys(const YAML::Node& node, const std::set<std::string>& known, const std::string& what) const {
-    for (const auto& entry : node) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-      if (known.count(key)) continue;
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      fail(entry.first, "unknown " + what + " key '" + key + "'; expected one of: " + list);
-    }
+    // Repeated keys anywhere under the class: parse_registry checks the whole document,
+    // but a class is checked on its own too, for callers that hand one over directly.
+    if (auto problem = find_duplicate_key(node)) fail(problem->node, problem->message);
+    if (auto problem = find_unknown_key(node, known, what)) fail(problem->node, problem->message);
   }
 
   c10::FunctionSchema parse_schema(const YAML::Node& node, const std::string& text) const {
-    try {
-      return torch::jit::parseSchema(text);
-    } catch (const std::exception& e) {
-      std::string why = e.what();
-      if (auto nl = why.find('\n'); nl != std::string::npos) why = why.substr(0, nl);
-      fail(node, "bad schema '" + text + "': " + why);
-    }
+    c10::FunctionSchema schema = [&] {
+      try {
+        return torch::jit::parseSchema(text);
+      } catch (const std::exception& e) {
+        std::string why = e.what();
+        if (auto nl = why.find('\n'); nl != std::string::npos) why = why.substr(0, nl);
+        fail(node, "bad schema '" + text + "': " + why);
+      }
+    }();
+    // parseSchema accepts two arguments of one name; state and calls would see only one.
+    std::set<std::string> names;
+    for (const auto& arg : schema.arguments())
+      if (!names.insert(arg.name()).second)
+        fail(node, "schema '" + text + "' has two arguments named '" + arg.name() + "'");
+    return schema;
   }
 
   // init: "(int channels, float gain)": the constructor's arguments are the state.

@@ -3,10 +3,54 @@
 #include <cstdio>
 
 namespace backplane::json {
+namespace {
 
+// The length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong
+// forms, no surrogates, nothing past U+10FFFF), or 0 where the bytes are not one.
+size_t utf8_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    if (lead == 0xE0) lo = 0xA0;  // shorter forms are overlong
+    if (lead == 0xED) hi = 0x9F;  // U+D800..U+DFFF are surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    if (lead == 0xF0) lo = 0x90;  // overlong
+    if (lead == 0xF4) hi = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > text.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return n;
+}
+
+}  // namespace
+
+// JSON text must be UTF-8 (RFC 8259). Strings here come from files on disk (a
+// manifest, a path, an error that quotes either), which may hold any bytes: each byte
+// that is not part of a well-formed sequence becomes U+FFFD, so the reader always
+// gets valid JSON and sees where the damage was.
 std::string quote(const std::string& text) {
   std::string out = "\"";
-  for (unsigned char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t n = utf8_length(text, i);
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text, i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

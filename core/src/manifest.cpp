@@ -1,6 +1,8 @@
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
 
+#include "yaml_strict.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <set>
@@ -41,6 +43,12 @@ Manifest read_manifest(const std::string& path) {
                              std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
   }
   if (!root.IsMap()) fail(path, root, "expected a mapping of plugin facts");
+  // A repeated key would be read once and the other value dropped; an unknown key is
+  // a misspelling or a manifest for another core, never something to skip.
+  if (auto problem = detail::find_duplicate_key(root)) fail(path, problem->node, problem->message);
+  static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key",
+                                              "torch_version", "cxx11_abi", "ops"};
+  if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
   Manifest m;
   m.plugin_abi = field<int>(path, root, "backplane_plugin_abi", "an integer");
   m.name = field<std::string>(path, root, "name", "the backend name");

@@ -6,6 +6,8 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include <utility>
+
 namespace backplane {
 namespace {
 
@@ -45,6 +47,28 @@ std::vector<c10::SymInt> sizes_of(const at::Tensor& t) { return t.sym_sizes().ve
 // under dynamic shapes) have none, and torch 2.11's overlap helpers call numel() on
 // them and throw; the real kernel checks when the op runs.
 bool has_memory_layout(const at::Tensor& t) { return !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides(); }
+
+// Whether an out argument and an input may share an element in a way the kernel
+// cannot handle: anything but "the same elements, the same layout" or "no common
+// memory". at::get_overlap_status answers TooHard for every non-dense view (t[::2]);
+// then views of one storage are compared by the byte ranges they can reach, and
+// interleaved ones are refused, since they cannot be told apart cheaply.
+bool unsafe_overlap(const at::Tensor& out, const at::Tensor& in) {
+  const at::MemOverlapStatus status = at::get_overlap_status(out, in);
+  if (status == at::MemOverlapStatus::No || status == at::MemOverlapStatus::Full) return false;
+  if (status == at::MemOverlapStatus::Partial) return true;
+  if (!out.storage().is_alias_of(in.storage())) return false;
+  if (out.storage_offset() == in.storage_offset() && out.sizes() == in.sizes() && out.strides() == in.strides())
+    return false;  // the same view twice
+  auto byte_range = [](const at::Tensor& t) {
+    int64_t last = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);  // strides are >= 0 in torch
+    return std::pair<int64_t, int64_t>(t.storage_offset() * t.itemsize(), (last + 1) * t.itemsize());
+  };
+  const auto [out_begin, out_end] = byte_range(out);
+  const auto [in_begin, in_end] = byte_range(in);
+  return out_begin < in_end && in_begin < out_end;
+}
 
 }  // namespace
 
@@ -103,11 +127,13 @@ std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) cons
                         out.sym_strides(), ")");
       for (size_t i = 0; i < tensor_positions_.size(); ++i) {
         const std::string& name = def_->tensor_args[i];
-        if (name == rule.args[0] || !has_memory_layout(out)) continue;
         const at::Tensor& in = args[tensor_positions_[i]].toTensor();
-        TORCH_CHECK_VALUE(at::get_overlap_status(out, in) != at::MemOverlapStatus::Partial, qualified_name_,
-                          ": argument '", rule.args[0], "' partially overlaps input '", name,
-                          "'; it may be the same tensor or a separate one, not a shifted view of it");
+        if (name == rule.args[0] || !has_memory_layout(out) || !has_memory_layout(in)) continue;
+        TORCH_CHECK_VALUE(!unsafe_overlap(out, in), qualified_name_, ": argument '", rule.args[0],
+                          "' partially overlaps input '", name, "' (sizes ", out.sizes(), ", strides ", out.strides(),
+                          ", offset ", out.storage_offset(), " and sizes ", in.sizes(), ", strides ", in.strides(),
+                          ", offset ", in.storage_offset(), " in one storage); it may be the same tensor or a "
+                          "separate one, not a shifted or interleaved view of it");
       }
       const at::Tensor& like = tensor(1);
       bool same = out.dim() == like.dim();

@@ -5,6 +5,7 @@
 #include "op_checks_parse.h"
 #include "shape_rules/shape_rules.h"
 #include "yaml_location.h"
+#include "yaml_strict.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <yaml-cpp/yaml.h>
@@ -98,6 +99,8 @@ class OpParser {
     op_.name = schema.name();
     op_.arguments = schema.arguments();
     for (const auto& arg : schema.arguments()) {
+      if (op_.arg_index(arg.name()) >= 0)  // parseSchema accepts it; arg_index would find only the first
+        fail(node, "schema '" + op_.schema + "' has two arguments named '" + arg.name() + "'");
       op_.arg_names.push_back(arg.name());
       if (arg.type()->kind() == c10::TypeKind::TensorType) op_.tensor_args.push_back(arg.name());
       if (arg.alias_info() && arg.alias_info()->isWrite()) mutated_.push_back(arg.name());
@@ -230,6 +233,7 @@ Registry parse_registry(const std::string& text, const std::string& file) {
   } catch (const YAML::ParserException& e) {
     throw RegistryError({file, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
   }
+  if (auto problem = detail::find_duplicate_key(root)) throw RegistryError(at(file, problem->node), problem->message);
   if (!root.IsMap())
     throw RegistryError(at(file, root), std::string("expected a mapping with an 'ops' or 'classes' list at the top, found ") +
                                             kind_name(root));

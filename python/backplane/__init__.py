@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ._native import BackendError, core, lib_dir
+from ._native import BackendError, BackendNameError, core, lib_dir
 from .selection import Serving, preferences, prefer, serving
 
 __all__ = [
-    "Backend", "BackendError", "CheckResult", "OpInfo", "Serving", "backends", "check", "classes", "info",
-    "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
+    "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "backends", "check",
+    "classes", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
 ]
 
 
@@ -68,7 +68,8 @@ def load(*names: str, path: str | None = None) -> list[Backend]:
     """Loads backends by name ("cpu", "cuda", "npu"; "cpu,cuda" also works).
 
     `path` is searched before BACKPLANE_PLUGIN_PATH and the build directory. Loading
-    is idempotent. Raises BackendError naming what was searched and why it failed.
+    is idempotent. Raises BackendError naming what was searched and why it failed;
+    BackendNameError (also a ValueError) for a name that is not a plain identifier.
     """
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
     loaded = [_backend(core().load(name, path)) for name in wanted]
@@ -86,8 +87,9 @@ def _install_python_side(b: Backend) -> None:
 
 
 def _autoload() -> None:
-    """The `torch.backends` entry point: `import torch` calls it when this package is
-    installed (unless TORCH_DEVICE_BACKEND_AUTOLOAD=0). Loads BACKPLANE_BACKENDS, or
+    """Called by the `torch.backends` entry point (backplane_autoload.py, which catches
+    everything) when `import torch` runs and this package is installed (unless
+    TORCH_DEVICE_BACKEND_AUTOLOAD=0). Loads BACKPLANE_BACKENDS, or
     every plugin found that can load; a broken plugin is recorded, never raised here."""
     if os.environ.get("BACKPLANE_BACKENDS"):
         return  # loaded below, at import

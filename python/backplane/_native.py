@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -18,6 +19,25 @@ CORE_LIBRARY = "libbackplane_core.so"
 
 class BackendError(RuntimeError):
     """A backend was named and could not be loaded; the message says what was tried and why."""
+
+
+class BackendNameError(BackendError, ValueError):
+    """A backend name that is not a plain identifier, or a directory holding a NUL."""
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_load_arguments(name: str, directory: str | None) -> None:
+    # The C interface takes NUL-terminated strings: "cpu\x00../x" would arrive as
+    # "cpu" and load it. The whole Python string is checked here, by the loader's rule.
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise BackendNameError(
+            f"invalid backend name {name!r}: expected a plain identifier ([A-Za-z_][A-Za-z0-9_]*); "
+            "paths, '/', '..' and NUL are refused"
+        )
+    if directory is not None and "\x00" in directory:
+        raise BackendNameError(f"invalid plugin directory {directory!r}: it holds a NUL character")
 
 
 def _candidate_dirs() -> list[Path]:
@@ -93,7 +113,8 @@ class _Core:
         text = ctypes.c_void_p()
         status = getattr(self._lib, name)(*args, ctypes.byref(text))
         try:
-            value = ctypes.string_at(text.value).decode() if text.value else ""
+            # The core writes valid UTF-8 JSON; an error text may quote a file's raw bytes.
+            value = ctypes.string_at(text.value).decode(errors="replace") if text.value else ""
         finally:
             self._lib.backplane_c_free(text)
         if status == 1:
@@ -103,6 +124,7 @@ class _Core:
         return json.loads(value)
 
     def load(self, name: str, directory: str | None):
+        _check_load_arguments(name, directory)
         return self._call("backplane_c_load", name.encode(), directory.encode() if directory else None)
 
     def backends(self):

@@ -44,15 +44,16 @@ def _register(plugin_path: str) -> None:
     msg = [ctypes.c_char_p, ctypes.c_size_t]
     for fn, args, res in [
         ("backplane_npu_device_count", [], ctypes.c_int),
-        ("backplane_npu_current_device", [], ctypes.c_int),
+        ("backplane_npu_current_device", msg, ctypes.c_int),
+        ("backplane_npu_check_stream", [ctypes.c_int, ctypes.c_int64, *msg], ctypes.c_int),
         ("backplane_npu_set_device", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_synchronize", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_memory_stats", [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)], ctypes.c_int),
         ("backplane_npu_reset_peak", [ctypes.c_int], ctypes.c_int),
         ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
-        ("backplane_npu_hold_current_stream", [ctypes.c_int], ctypes.c_void_p),
+        ("backplane_npu_hold_current_stream", [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), *msg], ctypes.c_int),
         ("backplane_npu_release", [ctypes.c_void_p], ctypes.c_int),
-        ("backplane_npu_queue_failure", [ctypes.c_int, ctypes.c_char_p], None),
+        ("backplane_npu_queue_failure", [ctypes.c_int, ctypes.c_char_p, *msg], ctypes.c_int),
     ]:
         getattr(lib, fn).argtypes = args
         getattr(lib, fn).restype = res
@@ -80,7 +81,7 @@ def _drain_at_exit() -> None:
 def _checked(fn: str, *args) -> None:
     buf = ctypes.create_string_buffer(1024)
     if getattr(_lib, fn)(*args, buf, len(buf)) != 0:
-        raise RuntimeError(buf.value.decode())
+        raise RuntimeError(buf.value.decode(errors="replace"))
 
 
 def _index(device) -> int:
@@ -93,6 +94,15 @@ def _index(device) -> int:
     if device.type != "npu":
         raise ValueError(f"expected an npu device, got {device}")
     return current_device() if device.index is None else device.index
+
+
+def _checked_index(device) -> int:
+    """_index, refused with the plugin's message when out of range. For calls that reach
+    c10 functions declared noexcept, which cannot raise (the process would abort)."""
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise RuntimeError(f"backplane npu: device index {index} out of range; expected 0 <= index < {device_count()}")
+    return index
 
 
 def is_available() -> bool:
@@ -116,7 +126,11 @@ def device_count() -> int:
 
 
 def current_device() -> int:
-    return _lib.backplane_npu_current_device()
+    buf = ctypes.create_string_buffer(1024)
+    index = _lib.backplane_npu_current_device(buf, len(buf))
+    if index < 0:
+        raise RuntimeError(buf.value.decode(errors="replace"))
+    return index
 
 
 def set_device(device) -> None:
@@ -151,7 +165,7 @@ def Event(enable_timing: bool = False) -> torch.Event:  # noqa: N802 (torch.cuda
 
 
 def current_stream(device=None) -> torch.Stream:
-    return torch.accelerator.current_stream(torch.device("npu", _index(device)))
+    return torch.accelerator.current_stream(torch.device("npu", _checked_index(device)))
 
 
 def default_stream(device=None) -> torch.Stream:
@@ -162,6 +176,9 @@ def default_stream(device=None) -> torch.Stream:
 @contextlib.contextmanager
 def stream(s: torch.Stream):
     """Makes s the current stream of its device (and its device current) inside the block."""
+    if s.device.type != "npu":
+        raise ValueError(f"expected an npu stream, got one on {s.device}")
+    _checked("backplane_npu_check_stream", _checked_index(s.device), s.stream_id)
     previous_device = current_device()
     previous = current_stream(s.device)
     set_device(s.device)
@@ -230,9 +247,11 @@ class _Hold:
 
 def _hold_stream(device=None) -> _Hold:
     """Holds the device's current stream: work queued after this waits for release(). Tests only."""
-    return _Hold(_lib.backplane_npu_hold_current_stream(_index(device)))
+    handle = ctypes.c_void_p()
+    _checked("backplane_npu_hold_current_stream", _index(device), ctypes.byref(handle))
+    return _Hold(handle.value)
 
 
 def _queue_failure(message: str, device=None) -> None:
     """Queues work that fails with `message`; the next synchronize raises it. Tests only."""
-    _lib.backplane_npu_queue_failure(_index(device), message.encode())
+    _checked("backplane_npu_queue_failure", _index(device), message.encode())

@@ -69,6 +69,22 @@ TEST(RegistryClassErrors, UnknownKey) {
                "unknown class key 'method'; expected one of: doc, init, methods, name");
 }
 
+TEST(RegistryClassErrors, RepeatedKey) {
+  expect_error("classes:\n  - name: Thing\n    name: Other\n    doc: A.\n    init: ()\n    methods: []\n", "test.yaml:3:5",
+               "key 'name' appears twice in one mapping (first at line 2, column 5)");
+}
+
+TEST(RegistryClassErrors, RepeatedMethodKey) {
+  expect_error(class_yaml("(int channels)", "      - schema: channels() -> int\n        doc: The count.\n"
+                                            "        returns: channels\n        returns: channels\n"),
+               "test.yaml:9:9", "key 'returns' appears twice in one mapping (first at line 8, column 9)");
+}
+
+TEST(RegistryClassErrors, TwoStateFieldsWithOneName) {
+  expect_error(class_yaml("(int channels, float channels)"), "test.yaml:4:11",
+               "schema '__init__(int channels, float channels) -> ()' has two arguments named 'channels'");
+}
+
 TEST(RegistryClassErrors, MissingMethods) {
   expect_error("classes:\n  - name: Thing\n    doc: A.\n    init: ()\n", "test.yaml:2:5",
                "class of class 'Thing' is missing required key 'methods'");

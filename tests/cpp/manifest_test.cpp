@@ -94,5 +94,35 @@ TEST(Manifest, BadFilesSayWhereAndWhat) {
   for (const auto& p : {missing_key, bad_yaml, bad_type}) std::remove(p.c_str());
 }
 
+// The cpu manifest's text with `extra` appended: valid but for what extra adds.
+std::string cpu_manifest_plus(const std::string& extra) {
+  return manifest_to_yaml(read_manifest(cpu_manifest_path())) + extra;
+}
+
+std::string manifest_error(const std::string& path) {
+  try {
+    read_manifest(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Manifest, RepeatedKeyIsRefused) {
+  // yaml-cpp keeps both entries and node[key] reads the first: the second was dropped.
+  const std::string path = write_temp(cpu_manifest_plus("name: other\n"));
+  EXPECT_EQ(manifest_error(path),
+            "bad manifest " + path + ":9:1: key 'name' appears twice in one mapping (first at line 3, column 1)");
+  std::remove(path.c_str());
+}
+
+TEST(Manifest, UnknownKeyIsRefused) {
+  const std::string path = write_temp(cpu_manifest_plus("dispatch_keys: [CPU]\n"));
+  EXPECT_EQ(manifest_error(path), "bad manifest " + path +
+                                      ":9:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
+                                      "cxx11_abi, dispatch_key, name, ops, torch_version, version");
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace backplane

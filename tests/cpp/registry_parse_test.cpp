@@ -187,5 +187,31 @@ TEST(RegistryErrors, DuplicateOpInOneFile) {
   expect_error("ops:\n" + op + op, "test.yaml:3:5", "duplicate op 'twice'; first defined at test.yaml:2:5");
 }
 
+// yaml-cpp keeps both entries of a repeated key and node[key] reads the first: the
+// second schema was silently dropped.
+TEST(RegistryErrors, RepeatedKeyInAnOp) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    schema: thrice(Tensor x) -> Tensor\n"),
+               "test.yaml:6:5", "key 'schema' appears twice in one mapping (first at line 2, column 5)");
+}
+
+TEST(RegistryErrors, RepeatedKeyInANestedMapping) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x, same_as: y}"), "test.yaml:5:25",
+               "key 'same_as' appears twice in one mapping (first at line 5, column 13)");
+}
+
+TEST(RegistryErrors, RepeatedTopLevelKey) {
+  expect_error(op_yaml() + "ops: []\n", "test.yaml:6:1", "key 'ops' appears twice in one mapping (first at line 1, column 1)");
+}
+
+// yaml-cpp shares aliased nodes, so an anchor inside itself is a cycle.
+TEST(RegistryErrors, AliasCycleIsRefusedNotWalkedForever) {
+  expect_error("ops: &a [*a]\n", "test.yaml:1:6", "nested deeper than 64 levels");
+}
+
+TEST(RegistryErrors, TwoArgumentsWithOneName) {
+  expect_error(op_yaml("twice(Tensor x, Tensor x) -> Tensor"), "test.yaml:2:13",
+               "schema 'twice(Tensor x, Tensor x) -> Tensor' has two arguments named 'x'");
+}
+
 }  // namespace
 }  // namespace backplane

@@ -6,6 +6,10 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 ops = torch.ops.backplane
 
+def _interleaved_sin_out(t):
+    return ops.sin_out(t[0:12:2], out=t[2:14:2])
+
+
 CASES = [
     (lambda: ops.add(torch.ones(3), torch.ones(3, dtype=torch.int64)), TypeError,
      "backplane::add: argument 'b' has dtype int64, expected one of: float32, float64, float16, bfloat16"),
@@ -15,10 +19,22 @@ CASES = [
      "backplane::add: sizes of 'a' [2, 3] and 'b' [4] do not broadcast (dimension -1: 3 vs 4)"),
     (lambda: ops.crop(torch.ones(3, 8, 8), [4, 0, 5, 8]), ValueError,
      "backplane::crop: box [4, 0, 5, 8] does not fit img of sizes [3, 8, 8]"),
+    # top + height and left + width past 2^63 - 1 once wrapped and read out of bounds.
+    (lambda: ops.crop(torch.ones(3, 8, 8), [2**63 - 2, 0, 3, 8]), ValueError,
+     "backplane::crop: box [9223372036854775806, 0, 3, 8] does not fit img of sizes [3, 8, 8] "
+     "(top + height or left + width overflows int64)"),
+    (lambda: ops.crop(torch.ones(3, 8, 8), [0, 2**63 - 1, 8, 1]), ValueError,
+     "backplane::crop: box [0, 9223372036854775807, 8, 1] does not fit img of sizes [3, 8, 8] "
+     "(top + height or left + width overflows int64)"),
     (lambda: ops.rms_norm(torch.ones(2, 8), torch.ones(7)), ValueError,
      "backplane::rms_norm: weight must have sizes [8] (x's last dimension), found [7]"),
     (lambda: ops.sin_out(torch.ones(5, 6), out=torch.empty(0)), ValueError,
      "backplane::sin_out: argument 'out' has sizes [0], expected [5, 6] (the sizes of 'x')"),
+    # Interleaved views of one buffer: overlap too hard for PyTorch to classify, which
+    # once passed and gave wrong numbers.
+    (lambda: _interleaved_sin_out(torch.randn(14)), ValueError,
+     "backplane::sin_out: argument 'out' partially overlaps input 'x' (sizes [6], strides [2], offset 2 and "
+     "sizes [6], strides [2], offset 0 in one storage)"),
     (lambda: ops.scale_(torch.ones(1, 4).expand(3, 4), 2.0), ValueError,
      "backplane::scale_: argument 'x' is written in place but has overlapping memory"),
 ]
@@ -43,3 +59,17 @@ def test_no_silent_cross_device_computation():
     # A meta tensor mixed with a CPU one: refused, not computed somewhere.
     with pytest.raises(RuntimeError, match="must be on one device"):
         ops.add(torch.ones(3, device="meta"), torch.ones(3))
+
+
+def test_sin_out_accepts_views_that_cannot_interleave():
+    t = torch.randn(20)
+    other = torch.empty(5)
+    ops.sin_out(t[0:10:2], out=other)  # a strided input, a separate out
+    torch.testing.assert_close(other, torch.sin(t[0:10:2]))
+    expected = torch.sin(t[11:20:2])
+    ops.sin_out(t[11:20:2], out=t[0:10:2])  # one buffer, disjoint byte ranges
+    torch.testing.assert_close(t[0:10:2], expected)
+    view = t[1:10:2]
+    expected = torch.sin(view)
+    ops.sin_out(view, out=t[1:10:2])  # the same elements: in place
+    torch.testing.assert_close(view, expected)

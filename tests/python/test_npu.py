@@ -313,3 +313,64 @@ def test_exit_with_queued_work_and_a_held_stream_is_clean():
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
     assert done.returncode == 0, done.stderr
+
+
+def _run_alone(code, timeout=120):
+    """Runs code in a fresh process with npu loaded; a crash there fails one test, not the suite."""
+    return subprocess.run([sys.executable, "-W", "ignore", "-c", "import torch, backplane; backplane.load('npu')\n" + code],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+
+
+def test_bad_device_and_stream_ids_raise_and_never_abort():
+    # c10 reaches the plugin through noexcept functions for these: a check that threw
+    # there aborted the process. Each must be a RuntimeError naming the id and the range.
+    done = _run_alone("""
+def expect(fn, text):
+    try:
+        fn()
+    except RuntimeError as e:
+        assert text in str(e), str(e)
+        print("refused:", text)
+    else:
+        raise SystemExit(f"no error, expected {text!r}")
+expect(lambda: torch.npu.current_stream(9), "backplane npu: device index 9 out of range; expected 0 <= index < 2")
+expect(lambda: torch.npu.default_stream(9), "backplane npu: device index 9 out of range; expected 0 <= index < 2")
+bad = torch.Stream(stream_id=99, device_index=0, device_type=torch.npu.default_stream(0).device_type)
+expect(lambda: torch.npu.stream(bad).__enter__(), "backplane npu: unknown stream id 99; expected 0 to 4")
+expect(lambda: torch.accelerator.current_stream(9).synchronize(), "device index 9 out of range")
+torch.accelerator.set_stream(bad)  # c10 cannot refuse it here: the first use does
+expect(lambda: torch.ones(2, device="npu:0"), "backplane npu: unknown stream id 99; expected 0 to 4")
+torch.accelerator.set_stream(torch.npu.default_stream(0))
+expect(lambda: torch.npu._queue_failure("x", device=9), "backplane npu: device index 9 out of range")
+expect(lambda: torch.npu._hold_stream(300), "backplane npu: device index 300 out of range")
+print(torch.ones(2, device="npu:0").sum().item())
+""")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("refused:") == 7, done.stdout
+    assert done.stdout.split()[-1] == "2.0"
+
+
+def test_exit_with_streams_events_and_busy_workers_is_clean():
+    # Every stream of both devices has a worker with work queued when Python exits;
+    # the process must end by itself, promptly and with status 0.
+    done = _run_alone("""
+streams = [torch.npu.Stream(d) for d in (0, 1) for _ in range(6)]
+events = []
+for s in streams:
+    with torch.npu.stream(s):
+        x = torch.randn(200_000, device=s.device)
+        for _ in range(10):
+            torch.ops.backplane.scale_(x, 1.0001)
+        events.append(torch.npu.Event())
+        events[-1].record(s)
+print("queued", len(streams))
+""", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "queued 12"
+
+
+def test_out_overlap_is_refused_on_npu():
+    t = torch.randn(14, device="npu")
+    with pytest.raises(ValueError, match="backplane::sin_out: argument 'out' partially overlaps input 'x'"):
+        torch.ops.backplane.sin_out(t[0:12:2], out=t[2:14:2])

@@ -36,7 +36,7 @@ def site(tmp_path_factory):
 def _import_torch(site, **env):
     code = "import torch; print(hasattr(torch, 'npu') and torch.npu.device_count())"
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BACKPLANE_BACKENDS")}
-    environ.update(PYTHONPATH=str(site), BACKPLANE_LIB_DIR=str(backplane.lib_dir()), **env)
+    environ.update({"PYTHONPATH": str(site), "BACKPLANE_LIB_DIR": str(backplane.lib_dir()), **env})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ,
                           cwd=site, timeout=300)
 
@@ -51,3 +51,39 @@ def test_autoload_can_be_turned_off(site):
     done = _import_torch(site, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+# A failing autoload must never fail `import torch` (torch turns an exception from the
+# entry point into "Failed to load the backend extension"): one warning instead,
+# naming the cause and the fix, and torch imports without Backplane.
+def _autoload_warnings(done):
+    return [line for line in done.stderr.splitlines() if "backplane autoload failed" in line]
+
+
+def test_missing_libraries_warn_once(site, tmp_path):
+    done = _import_torch(site, BACKPLANE_LIB_DIR=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    (warning,) = _autoload_warnings(done)
+    assert f"BackendError: libbackplane_core.so not found; looked in ['{tmp_path}']" in warning
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns autoloading off" in warning
+
+
+def test_backends_variable_naming_a_missing_plugin_warns_once(site):
+    done = _import_torch(site, BACKPLANE_BACKENDS="nosuch")
+    assert done.returncode == 0, done.stderr
+    (warning,) = _autoload_warnings(done)
+    assert "backend 'nosuch' not found" in warning
+    assert "To fix: correct or unset BACKPLANE_BACKENDS (now 'nosuch')" in warning
+
+
+def test_an_unexpected_exception_warns_once(site, tmp_path):
+    # A damaged build record: json raises, not the loader.
+    lib = backplane.lib_dir()
+    (tmp_path / "libbackplane_core.so").symlink_to(lib / "libbackplane_core.so")
+    (tmp_path / "backplane_build.json").write_text("{not json")
+    done = _import_torch(site, BACKPLANE_LIB_DIR=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    (warning,) = _autoload_warnings(done)
+    assert "JSONDecodeError" in warning
+    assert 'To fix: run `python -c "import backplane"` for the full traceback' in warning

@@ -4,6 +4,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <limits>
+
 namespace backplane {
 
 std::vector<c10::SymInt> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
@@ -16,6 +18,12 @@ std::vector<c10::SymInt> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> 
   const int64_t top = box[0], left = box[1], height = box[2], width = box[3];
   TORCH_CHECK_VALUE(top >= 0 && left >= 0 && height >= 0 && width >= 0,
                     "backplane::crop: box values must be >= 0, found [", top, ", ", left, ", ", height, ", ", width, "]");
+  // top + height and left + width are computed below; a box near 2^63 would wrap
+  // to a negative sum, pass the fit check and read far outside img.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  TORCH_CHECK_VALUE(top <= kMax - height && left <= kMax - width, "backplane::crop: box [", top, ", ", left, ", ",
+                    height, ", ", width, "] does not fit img of sizes ", img.sym_sizes(),
+                    " (top + height or left + width overflows int64)");
   const c10::SymInt H = img.sym_size(-2), W = img.sym_size(-1);
   const bool fits = H.sym_ge(top + height).expect_true(__FILE__, __LINE__) &&
                     W.sym_ge(left + width).expect_true(__FILE__, __LINE__);

@@ -1,0 +1,36 @@
+"""The `torch.backends` entry point of the backplane package (see pyproject.toml).
+
+It lives outside the `backplane` package on purpose. torch imports the entry point's
+module and calls it while `import torch` runs, and turns any exception into "Failed
+to load the backend extension", so one broken setting would break `import torch` for
+every program in the environment. Importing `backplane` can fail by design (no
+libraries found, BACKPLANE_BACKENDS naming a missing plugin), so the import happens
+here, inside one try: a failure becomes one warning naming the cause and the fix, and
+torch imports without Backplane. `import backplane` itself still raises the error.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+
+def autoload() -> None:
+    try:
+        import backplane
+
+        backplane._autoload()
+    except Exception as err:  # noqa: BLE001 -- anything raised here would fail `import torch`
+        warnings.warn(_message(err), RuntimeWarning, stacklevel=2)
+
+
+def _message(err: Exception) -> str:
+    selected = os.environ.get("BACKPLANE_BACKENDS")
+    backend_error = type(err).__name__ in ("BackendError", "BackendNameError")
+    if selected and backend_error:
+        fix = f"correct or unset BACKPLANE_BACKENDS (now {selected!r})"
+    else:
+        fix = 'run `python -c "import backplane"` for the full traceback'
+    return (
+        f"backplane autoload failed, so torch is imported without Backplane: {type(err).__name__}: {err}. "
+        f"To fix: {fix}; TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns autoloading off."
+    )
