@@ -46,7 +46,7 @@ Manifest read_manifest(const std::string& path) {
   // A repeated key would be read once and the other value dropped; an unknown key is
   // a misspelling or a manifest for another core, never something to skip.
   if (auto problem = detail::find_duplicate_key(root)) fail(path, problem->node, problem->message);
-  static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key",
+  static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key", "registration",
                                               "torch_version", "cxx11_abi", "ops"};
   if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
   Manifest m;

@@ -112,15 +112,15 @@ TEST(Manifest, RepeatedKeyIsRefused) {
   // yaml-cpp keeps both entries and node[key] reads the first: the second was dropped.
   const std::string path = write_temp(cpu_manifest_plus("name: other\n"));
   EXPECT_EQ(manifest_error(path),
-            "bad manifest " + path + ":9:1: key 'name' appears twice in one mapping (first at line 3, column 1)");
+            "bad manifest " + path + ":10:1: key 'name' appears twice in one mapping (first at line 3, column 1)");
   std::remove(path.c_str());
 }
 
 TEST(Manifest, UnknownKeyIsRefused) {
   const std::string path = write_temp(cpu_manifest_plus("dispatch_keys: [CPU]\n"));
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
-                                      ":9:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
-                                      "cxx11_abi, dispatch_key, name, ops, torch_version, version");
+                                      ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
+                                      "cxx11_abi, dispatch_key, name, ops, registration, torch_version, version");
   std::remove(path.c_str());
 }
 

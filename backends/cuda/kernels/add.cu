@@ -9,7 +9,6 @@
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAStream.h>
-#include <c10/util/SmallVector.h>
 
 namespace backplane::cuda {
 namespace {
@@ -22,15 +21,6 @@ struct AddOp {
     return static_cast<scalar_t>(static_cast<opmath_t>(a) + alpha * static_cast<opmath_t>(b));
   }
 };
-
-// t's strides for the broadcast shape `sizes`: 0 where t is expanded (a missing
-// leading dimension, or size 1 against a larger size).
-c10::SmallVector<int64_t, 8> broadcast_strides(const at::Tensor& t, at::IntArrayRef sizes) {
-  const int64_t lead = static_cast<int64_t>(sizes.size()) - t.dim();
-  c10::SmallVector<int64_t, 8> strides(sizes.size(), 0);
-  for (int64_t d = 0; d < t.dim(); ++d) strides[lead + d] = t.size(d) == sizes[lead + d] ? t.stride(d) : 0;
-  return strides;
-}
 
 template <typename scalar_t>
 void launch_add(std::string_view op, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,

@@ -25,7 +25,9 @@
 
 #include <ATen/core/Array.h>
 #include <c10/cuda/CUDAException.h>
+#include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
+#include <c10/util/SmallVector.h>
 
 #include <cuda_runtime_api.h>
 
@@ -33,6 +35,15 @@
 #include <string_view>
 
 namespace backplane::cuda {
+
+// t's strides for the broadcast shape `sizes`: 0 where t is expanded (a missing
+// leading dimension, or size 1 against a larger size). For the binary ops (add, mul).
+inline c10::SmallVector<int64_t, 8> broadcast_strides(const at::Tensor& t, at::IntArrayRef sizes) {
+  const int64_t lead = static_cast<int64_t>(sizes.size()) - t.dim();
+  c10::SmallVector<int64_t, 8> strides(sizes.size(), 0);
+  for (int64_t d = 0; d < t.dim(); ++d) strides[lead + d] = t.size(d) == sizes[lead + d] ? t.stride(d) : 0;
+  return strides;
+}
 
 constexpr int kUnroll = 4;
 

@@ -1,4 +1,5 @@
-// Sums across a warp and across a block, for row-wise kernels (rms_norm). The order
+// Sums and maxima across a warp and across a block, for row-wise kernels (rms_norm,
+// softmax). The order
 // of additions is fixed, so a row's result is the same on every run.
 #pragma once
 
@@ -29,6 +30,30 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, acc_t* scratch) {
   for (int w = 0; w < kMaxWarps; ++w)
     if (w < warps) total += scratch[w];
   return total;
+}
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t warp_max(acc_t v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const acc_t other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = (other > v || other != other) ? other : v;  // NaN wins, as torch.max
+  }
+  return v;
+}
+
+// Maximum of v over the block; every thread gets it. The same contract as block_sum.
+template <int kMaxWarps, typename acc_t>
+__device__ __forceinline__ acc_t block_max(acc_t v, acc_t* scratch) {
+  v = warp_max(v);
+  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  acc_t best = scratch[0];
+  const int warps = static_cast<int>(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int w = 1; w < kMaxWarps; ++w)
+    if (w < warps) best = (scratch[w] > best || scratch[w] != scratch[w]) ? scratch[w] : best;
+  return best;
 }
 
 }  // namespace backplane::cuda
