@@ -1,0 +1,60 @@
+// softmax over the last dimension: max, then exp(x - max) and its sum, then a scale,
+// per row, in opmath (float for float16 and bfloat16, else the dtype) with at::vec's
+// vectorized exp. Rows run in parallel. A non-contiguous x is made contiguous first
+// (one copy). A zero-dimensional x is one row of one element.
+#include "../kernel_variants.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <vector>
+
+namespace backplane::cpu::CPU_CAPABILITY {
+namespace {
+
+using at::vec::Vectorized;
+
+template <typename acc_t>
+void softmax_row_in_place(acc_t* row, int64_t n) {
+  using Vec = Vectorized<acc_t>;
+  const acc_t max = at::vec::reduce_all<acc_t>([](Vec& a, Vec& b) { return at::vec::maximum(a, b); }, row, n);
+  at::vec::map([max](Vec v) { return (v - Vec(max)).exp(); }, row, row, n);
+  const acc_t sum = at::vec::reduce_all<acc_t>([](Vec& a, Vec& b) { return a + b; }, row, n);
+  const acc_t inv = acc_t(1) / sum;
+  at::vec::map([inv](Vec v) { return v * Vec(inv); }, row, row, n);
+}
+
+template <typename scalar_t>
+void softmax_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t n) {
+  using acc_t = at::opmath_type<scalar_t>;
+  at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / n), [&](int64_t begin, int64_t end) {
+    std::vector<acc_t> buffer(std::is_same_v<scalar_t, acc_t> ? 0 : n);
+    for (int64_t r = begin; r < end; ++r) {
+      if constexpr (std::is_same_v<scalar_t, acc_t>) {
+        std::copy(x + r * n, x + (r + 1) * n, y + r * n);
+        softmax_row_in_place(y + r * n, n);
+      } else {
+        at::vec::convert(x + r * n, buffer.data(), n);
+        softmax_row_in_place(buffer.data(), n);
+        at::vec::convert(buffer.data(), y + r * n, n);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void softmax(at::Tensor& out, const at::Tensor& x) {
+  const at::Tensor xc = x.contiguous();
+  const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_softmax", [&] {
+    softmax_rows(xc.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), xc.numel() / n, n);
+  });
+}
+
+}  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_KERNEL(softmax, softmax)
