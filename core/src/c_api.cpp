@@ -11,6 +11,8 @@
 
 #include "json_writer.h"
 
+#include <c10/util/Exception.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -123,6 +125,13 @@ std::string classes_json() {
   return json::array(items);
 }
 
+// Collects c10 warnings for the scope instead of printing them.
+struct CollectWarnings : c10::WarningHandler {
+  std::vector<std::string> messages;
+  c10::WarningUtils::WarningHandlerGuard guard{this};
+  void process(const c10::Warning& warning) override { messages.push_back(warning.msg()); }
+};
+
 template <typename Fn>
 int guarded(char** out, Fn&& fn) {
   try {
@@ -144,11 +153,15 @@ extern "C" {
 
 // Loads one backend; dir may be NULL. 0: *out is the record as JSON; 1: *out is the
 // reason it failed; 2: *out is an internal error.
+// The record carries "warnings": what the load warned about (a plugin conflict, say),
+// for Python to raise as warnings rather than leave on the C++ stderr.
 __attribute__((visibility("default"))) int backplane_c_load(const char* name, const char* dir, char** out) {
   return backplane::guarded(out, [&] {
     backplane::LoadOptions options;
     if (dir != nullptr) options.dir = dir;
-    return backplane::record_json(backplane::load(std::string(name), options));
+    backplane::CollectWarnings collect;
+    const std::string record = backplane::record_json(backplane::load(std::string(name), options));
+    return record.substr(0, record.size() - 1) + ", \"warnings\": " + backplane::json::list(collect.messages) + "}";
   });
 }
 

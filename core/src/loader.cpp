@@ -211,7 +211,13 @@ class Loader {
     record.status = BackendStatus::Loaded;
     // Kernels registered with a plain TORCH_LIBRARY_IMPL bypass the core: for those,
     // ask the dispatcher.
-    record.ops = !loading.offered.empty() ? loading.offered : registered_ops(c10::parseDispatchKey(record.dispatch_key));
+    record.ops = registered_ops(c10::parseDispatchKey(record.dispatch_key));  // registry order
+    if (!loading.offered.empty()) {  // another plugin may serve some of those: this one's own
+      std::vector<std::string> own;
+      for (const auto& op : record.ops)
+        if (std::count(loading.offered.begin(), loading.offered.end(), op)) own.push_back(op);
+      record.ops = own;
+    }
     return record;
   }
 

@@ -222,9 +222,15 @@ const std::map<std::string, Command>& commands() {
         "BACKEND'.\n  --ops a,b   only these ops\n  -v          every failure in full (dispatcher detail included)",
         {"--json", "-v", "--ops"}, {"--ops"}, false, check_command}},
       {"run",
-       {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [common flags]",
-        "Run an AOTInductor package from C++ with no Python, check it against the saved reference, report latency.",
-        {"--input", "--repeat"}, {"--input", "--repeat"}, true, run_command}},
+       {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] [common flags]",
+        "Run an AOTInductor package from C++ with no Python, check it against the saved reference, report latency.\n"
+        "Each input is checked against the layout the package was compiled for (other strides are copied, other\n"
+        "sizes, dtypes or devices refused). The plugin serving each backplane op is compared with the one the\n"
+        "package was made with: another is refused unless --allow-plugin-change.\n"
+        "  --input FILE            the reference file the pipeline's export step wrote\n"
+        "  --repeat N              timed runs per case (default 20)\n"
+        "  --allow-plugin-change   run although another plugin serves an op than at packaging",
+        {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
   };
   return all;
 }

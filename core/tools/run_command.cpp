@@ -8,6 +8,9 @@
 //
 // A .pt2 package holds shared libraries: running one runs its code (docs/security.md).
 #include "cli.h"
+#include "package_plugins.h"
+
+#include "../src/json_writer.h"
 #include "input_layouts.h"
 #include "package_check.h"
 #include "reference_file.h"
@@ -29,6 +32,7 @@ namespace {
 struct RunArgs {
   std::string package, input;
   int repeat = 20;
+  bool allow_plugin_change = false;  // run although another plugin serves an op than at packaging
 };
 
 struct CaseResult {
@@ -45,6 +49,7 @@ struct RunReport {
   size_t ops = 0, classes = 0;
   bool exact = false;  // atol = rtol = 0
   int repeat = 0;
+  std::vector<std::string> plugins;  // who serves each backplane op the package calls
   std::vector<CaseResult> cases;
   int failures() const {
     return static_cast<int>(std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return !c.problem.empty(); }));
@@ -84,7 +89,9 @@ int parse_args(const std::vector<std::string>& rest, RunArgs& args) {
       std::cerr << "backplane run: " << arg << " needs a value\n";
       return 2;
     }
-    if (arg == "--input")
+    if (arg == "--allow-plugin-change")
+      args.allow_plugin_change = true;
+    else if (arg == "--input")
       args.input = rest[++i];
     else if (arg == "--repeat")
       args.repeat = std::max(1, std::atoi(rest[++i].c_str()));
@@ -96,13 +103,38 @@ int parse_args(const std::vector<std::string>& rest, RunArgs& args) {
     }
   }
   if (args.package.empty() || args.input.empty()) {
-    std::cerr << "usage: backplane run MODEL.pt2 --input MODEL.io.pt [--backends a,b] [--repeat N]\n";
+    std::cerr << "usage: backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] "
+                 "[common flags]\n";
     return 2;
   }
   return 0;
 }
 
+void print_json(const RunReport& r) {
+  std::vector<std::string> cases;
+  for (const auto& c : r.cases)
+    cases.push_back(json::Object()
+                        .raw("batch", std::to_string(c.batch))
+                        .raw("matches", c.problem.empty() ? "true" : "false")
+                        .str("problem", c.problem)
+                        .raw("converted", json::list(c.converted))
+                        .raw("median_ms", c10::str(c.median_ms))
+                        .done());
+  std::cout << json::Object()
+                   .str("package", r.package)
+                   .str("device", r.device)
+                   .raw("load_ms", c10::str(r.load_ms))
+                   .raw("exact", r.exact ? "true" : "false")
+                   .raw("repeat", std::to_string(r.repeat))
+                   .raw("plugins", json::list(r.plugins))
+                   .raw("cases", json::array(cases))
+                   .raw("failures", std::to_string(r.failures()))
+                   .done()
+            << "\n";
+}
+
 void print_report(const RunReport& r) {
+  for (const auto& note : r.plugins) std::cout << note << "\n";
   std::cout << "loaded " << r.package << " for " << r.device << " in " << std::fixed << std::setprecision(1) << r.load_ms
             << " ms; backplane ops: " << r.ops << ", custom classes: " << r.classes << "\n";
   for (const auto& c : r.cases) {
@@ -127,6 +159,13 @@ int run_command(const Options& options) {
   // Plugins first: their kernels must be registered before the package runs, and their
   // devices before a reference saved on one of them can be read.
   load_selected(options);
+  const PluginCheck plugins = check_package_plugins(args.package);
+  if (!plugins.mismatch.empty() && !args.allow_plugin_change) {
+    std::cerr << "backplane run: " << args.package << " was made with other plugins:\n";
+    for (const auto& m : plugins.mismatch) std::cerr << "  " << m << "\n";
+    std::cerr << "prefer the packaged plugin (--prefer op:plugin, BACKPLANE_PREFER) or pass --allow-plugin-change\n";
+    return 1;
+  }
   const Reference ref = read_reference(args.input);
   const auto layouts = read_input_layouts(args.package);
   const PackageNeeds needs = package_needs(args.package);
@@ -140,7 +179,7 @@ int run_command(const Options& options) {
   // Inputs are checked and placed before the package loads: a refusal costs no load.
   std::vector<std::vector<at::Tensor>> inputs(ref.cases.size());
   RunReport report{args.package, needs.device, 0, needs.ops.size(), needs.classes.size(), ref.atol == 0 && ref.rtol == 0,
-                   args.repeat, std::vector<CaseResult>(ref.cases.size())};
+                   args.repeat, plugins.notes, std::vector<CaseResult>(ref.cases.size())};
   for (size_t k = 0; k < ref.cases.size(); ++k) {
     const ReferenceCase& c = ref.cases[k];
     report.cases[k].batch = c.batch;
@@ -184,7 +223,10 @@ int run_command(const Options& options) {
     }
     report.cases[k].median_ms = median_ms(samples);
   }
-  print_report(report);
+  if (options.json)
+    print_json(report);
+  else
+    print_report(report);
   return report.failures() ? 1 : 0;
 }
 

@@ -12,6 +12,7 @@ torch.export work without Python fake registrations.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 from ._native import BackendError, BackendNameError, core, lib_dir
@@ -61,6 +62,8 @@ class CheckResult:
 
 
 def _backend(record: dict) -> Backend:
+    for message in record.pop("warnings", ()):
+        warnings.warn(message, stacklevel=3)  # e.g. two plugins serving one op on one device
     return Backend(**{**record, "ops": tuple(record["ops"])})
 
 

@@ -108,13 +108,20 @@ class GuardedPackage:
         return self.compiled(*args, **kwargs)
 
 
-def load_package(path: str | os.PathLike, **aoti_options) -> GuardedPackage:
+def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **aoti_options) -> GuardedPackage:
     """Loads an AOTInductor package (any .pt2 aoti_load_package takes; `aoti_options` go
     to it) and returns a callable that checks each input against the layout the package
     was compiled for. Refuses, before anything is extracted, an archive with an entry that
-    would land outside the extraction folder."""
+    would land outside the extraction folder, and (unless allow_plugin_change) a package
+    whose backplane ops another plugin serves here than when it was made
+    (package_plugins.py)."""
+    from .package_plugins import check_plugins
+
     recorded = read_layouts(path)  # also checks the entries
+    plugin_notes = check_plugins(path, allow_plugin_change)
     # torch >= 2.14 then checks sizes, strides, dtype and device itself as well.
     os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
     compiled = torch._inductor.aoti_load_package(os.fspath(path), **aoti_options)
-    return GuardedPackage(path, compiled, recorded)
+    package = GuardedPackage(path, compiled, recorded)
+    package.plugins = plugin_notes
+    return package

@@ -1,0 +1,93 @@
+"""Which plugin served each backplane op when a package was made, recorded in the .pt2
+(`<archive>/extra/backplane_plugins.txt`, one `op dispatch_key plugin` line each), so
+that running it elsewhere with another plugin serving an op is refused unless asked
+for: two plugins may compute the same op differently (selection.h).
+
+AOTInductor does not package custom ops' kernels; the package calls whatever plugin
+the running process has chosen. `backplane.load_package`, the pipeline and `backplane
+run` (C++) all check this record."""
+from __future__ import annotations
+
+import os
+import zipfile
+
+import torch
+
+ENTRY = "extra/backplane_plugins.txt"
+HEADER = "# backplane plugins v1: op dispatch_key plugin"
+
+
+class PluginMismatch(RuntimeError):
+    """The process would run a package's op on another plugin than the one it was made with."""
+
+
+def backplane_ops(ep: torch.export.ExportedProgram) -> list[str]:
+    """The backplane ops an exported program calls, by name."""
+    names = set()
+    for node in ep.graph.nodes:
+        target = getattr(node.target, "_schema", None)
+        if target is not None and target.name.startswith("backplane::"):
+            names.add(target.name.split("::", 1)[1])
+    return sorted(names)
+
+
+def record_plugins(path: str | os.PathLike, ops: list[str]) -> list[tuple[str, str, str]]:
+    """Appends the serving plugin of each op (every dispatch key it is served on) to the package."""
+    from . import serving
+    from .package import archive_prefix, check_entries
+
+    rows = sorted((s.op, s.dispatch_key, s.serving) for s in serving() if s.op in ops)
+    names = check_entries(path)
+    entry = archive_prefix(names, path) + ENTRY
+    if entry in names:
+        raise ValueError(f"{path}: already holds {entry}")
+    text = "\n".join([HEADER, *(" ".join(r) for r in rows)]) + "\n"
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
+        z.writestr(entry, text)
+    return rows
+
+
+def read_plugins(path: str | os.PathLike) -> list[tuple[str, str, str]] | None:
+    """The recorded (op, dispatch_key, plugin) rows, or None for a package without them."""
+    from .package import archive_prefix, check_entries
+
+    names = check_entries(path)
+    entry = archive_prefix(names, path) + ENTRY
+    if entry not in names:
+        return None
+    with zipfile.ZipFile(path) as z:
+        lines = z.read(entry).decode("utf-8", errors="replace").splitlines()
+    if not lines or lines[0] != HEADER:
+        raise ValueError(f"{path}:{entry}: expected the first line {HEADER!r}")
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        parts = line.split()
+        if len(parts) != 3:
+            raise ValueError(f"{path}:{entry}, line {number}: expected 'op dispatch_key plugin', found {line!r}")
+        rows.append((parts[0], parts[1], parts[2]))
+    return rows
+
+
+def check_plugins(path: str | os.PathLike, allow_change: bool = False) -> list[str]:
+    """Compares the recorded plugins with those serving each op now. Returns one note per
+    op; raises PluginMismatch for an op now served by another plugin unless allow_change."""
+    from . import serving
+
+    recorded = read_plugins(path)
+    if recorded is None:
+        return []
+    now = {(s.op, s.dispatch_key): s.serving for s in serving()}
+    notes = []
+    for op, key, plugin in recorded:
+        current = now.get((op, key))
+        if current is None:
+            continue  # not served on that key here: the package fails when it calls it, naming the op
+        if current != plugin and not allow_change:
+            raise PluginMismatch(
+                f"{os.fspath(path)}: backplane::{op} on {key} was served by plugin '{plugin}' when the package was "
+                f"made; here '{current}' serves it. Prefer '{plugin}' (backplane.prefer('{op}', '{plugin}'), "
+                f"BACKPLANE_PREFER={op}:{plugin}) or allow the change (allow_plugin_change=True, "
+                "--allow-plugin-change).")
+        notes.append(f"backplane::{op} on {key}: served by '{current}'" +
+                     (" (as packaged)" if current == plugin else f" (packaged with '{plugin}': change allowed)"))
+    return notes

@@ -1,0 +1,121 @@
+"""The `backplane` command's conventions: --help everywhere, usage errors exit 2, --json
+that parses, one line per op a backend lacks, dispatcher detail only under -v."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
+FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
+COMMANDS = ["list", "ops", "check", "run"]
+
+
+def cli(*args, **env):
+    full_env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER")}
+    full_env.update(env)
+    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env=full_env, timeout=300)
+
+
+def test_top_level_help_documents_exit_codes():
+    r = cli("--help")
+    assert r.returncode == 0
+    for line in ("exit codes:", "0  success", "1  a check, a run or a named backend failed", "2  bad command line"):
+        assert line in r.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    r = cli(command, "--help")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"usage: backplane {command}")
+    assert "--plugin-dir DIR" in r.stdout and "--prefer SPEC" in r.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_unknown_flag_is_a_usage_error(command):
+    r = cli(command, "--frobnicate")
+    assert r.returncode == 2
+    assert f"backplane {command}: unknown flag '--frobnicate'" in r.stderr
+    assert f"usage: backplane {command}" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["list", "ops", "check"])
+def test_extra_argument_is_a_usage_error(command):
+    r = cli(command, "surplus", "--backends", "cpu")
+    assert r.returncode == 2
+    assert "unexpected argument 'surplus'" in r.stderr
+
+
+def test_unknown_command_and_missing_value():
+    assert cli("frob").returncode == 2
+    r = cli("list", "--backends")
+    assert r.returncode == 2 and "--backends needs a value" in r.stderr
+
+
+def test_empty_backend_list_is_refused_not_everything():
+    r = cli("list", "--backends", "")
+    assert r.returncode == 2 and "names no backend" in r.stderr
+    r = cli("list", BACKPLANE_BACKENDS="")
+    assert r.returncode == 1 and "BACKPLANE_BACKENDS is set but names no backend" in r.stderr
+
+
+def test_list_json():
+    r = cli("list", "--json", "--backends", "cpu")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    (cpu,) = data["backends"]
+    assert cpu["name"] == "cpu" and cpu["status"] == "loaded" and "add" in cpu["ops"]
+
+
+def test_ops_json_measures_dtypes():
+    data = json.loads(cli("ops", "--json", "--backends", "cpu").stdout)
+    add = next(row for row in data["ops"] if row["op"] == "add")
+    (cell,) = add["backends"]
+    assert cell == {"backend": "cpu", "implemented": True, "measured": True, "dtypes": add["dtypes"]}
+
+
+def test_check_reports_a_partial_backend_one_line_per_missing_op():
+    r = cli("check", "--backends", "cpu_alt", "--plugin-dir", str(FIXTURES))
+    lines = r.stdout.splitlines()
+    missing = [line for line in lines if "not implemented on cpu_alt" in line]
+    implemented = {"identity_conv"}
+    assert len(missing) == len(json.loads(cli("ops", "--json", "--backends", "none").stdout)["ops"]) - len(implemented)
+    # cpu_alt's identity_conv returns -x: reported, one line per failure shown, detail capped.
+    assert r.returncode == 1
+    assert any(line.startswith("cpu_alt") and "identity_conv" in line for line in lines)
+    assert "FAILED" in r.stdout and "(-v lists all)" in r.stdout
+    assert "Dispatch" not in r.stdout  # no dispatcher dumps without -v
+
+
+def test_check_json_and_ops_filter():
+    r = cli("check", "--json", "--backends", "cpu", "--ops", "add,mul")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [row["op"] for row in rows] == ["add", "mul"]
+    assert all(row["status"] == "passed" and row["failed"] == 0 and row["passed"] > 0 for row in rows)
+    assert cli("check", "--ops", "nosuch").returncode == 2
+
+
+def test_ops_shows_which_plugin_serves_and_prefer_switches_it():
+    args = ["ops", "--backends", "cpu,cpu_alt", "--plugin-dir", str(FIXTURES)]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert "served by (where plugins share a device):" in r.stdout
+    assert any("identity_conv" in line and "cpu (loaded first); offered by cpu, cpu_alt" in line
+               for line in r.stdout.splitlines())
+    r = cli(*args, "--prefer", "identity_conv:cpu_alt")
+    assert any("identity_conv" in line and "cpu_alt (preferred for identity_conv)" in line
+               for line in r.stdout.splitlines())
+    data = json.loads(cli(*args, "--json", BACKPLANE_PREFER="identity_conv:cpu_alt").stdout)
+    served = next(s for s in data["serving"] if s["op"] == "identity_conv")
+    assert served["serving"] == "cpu_alt" and data["preferences"] == "identity_conv:cpu_alt"
+    r = cli(*args, "--prefer", "identity_conv")
+    assert r.returncode == 2 and "expected op:plugin" in r.stderr
+
+
+def test_run_requires_a_package():
+    r = cli("run")
+    assert r.returncode == 2
