@@ -92,8 +92,8 @@ def export_onnx(run) -> Path:
     import onnx
     import onnxruntime
 
-    from .pipeline import load_cases, say
     from .progress import Ticker
+    from .run import load_cases, save_io, say
 
     if run.device != "cpu" or run.dtype != "float32":
         raise ValueError(f"the ONNX step runs on cpu in float32 (onnxruntime's CPU provider); found "
@@ -116,8 +116,6 @@ def export_onnx(run) -> Path:
     names = [i.name for i in session.get_inputs()]
     io = run.artifact("io.pt")
     if not io.is_file():
-        from .pipeline import save_io
-
         save_io(run, model)
     batches = []
     for batch_size, inputs, expected, tolerance in load_cases(io, "cpu"):

@@ -251,6 +251,10 @@ std::vector<BackendRecord> load(const std::vector<std::string>& names, const Loa
   return out;
 }
 
+std::vector<BackendRecord> load(std::initializer_list<std::string> names, const LoadOptions& options) {
+  return load(std::vector<std::string>(names), options);
+}
+
 std::vector<BackendRecord> load_discovered(const LoadOptions& options) { return loader().load_discovered(options); }
 
 std::vector<BackendRecord> backends(const LoadOptions& options) { return loader().backends(options); }

@@ -1,15 +1,67 @@
-// backplane_registry_check FILE...: parses registry files the way the core does and
-// prints the first error as file:line:column: message. Run by the build.
+// backplane_registry_check [--markdown OUT] FILE...: parses registry files the way the
+// core does, evaluates each op's reference on its first sample (CPU, float64), and prints
+// the first error as file:line:column: message. With --markdown, also writes the op
+// table the docs show (generated at build time, never committed). Run by the build.
+#include <backplane/reference_expr.h>
 #include <backplane/registry.h>
+
+#include <ATen/ATen.h>
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
+
+namespace {
+
+// The reference must run: a misspelt aten op or argument fails the build, not a test.
+void check_reference(const backplane::OpDef& op) {
+  if (op.checks.reference.empty()) return;
+  const backplane::OpInputs& sample = op.checks.samples.front();
+  std::map<std::string, c10::IValue> names;
+  for (const auto& arg : op.arguments) {
+    const c10::IValue* given = sample.find(arg.name());
+    if (arg.type()->kind() == c10::TypeKind::TensorType)
+      names[arg.name()] = at::randn(given->toIntVector(), at::kDouble);
+    else
+      names[arg.name()] = given ? *given : *arg.default_value();
+  }
+  try {
+    const c10::IValue value = backplane::conformance::ReferenceExpr::parse(op.checks.reference).evaluate(names);
+    if (!value.isTensor()) throw std::invalid_argument("it gives no tensor");
+  } catch (const c10::Error& e) {
+    throw backplane::RegistryError(op.checks.reference_where, "reference of '" + op.name + "' fails on sample '" +
+                                                                  sample.name + "': " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw backplane::RegistryError(op.checks.reference_where,
+                                   "reference of '" + op.name + "' fails on sample '" + sample.name + "': " + e.what());
+  }
+}
+
+std::string markdown(const backplane::Registry& all) {
+  std::ostringstream out;
+  out << "<!-- Generated from registry/*.yaml by backplane_registry_check at build time. -->\n"
+      << "| op | schema | what it computes | dtypes | checked against |\n|---|---|---|---|---|\n";
+  for (const auto& op : all.ops()) {
+    std::string dtypes;
+    for (auto d : op.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + backplane::dtype_name(d);
+    out << "| " << op.name << " | `" << op.schema << "` | " << op.doc << " | " << dtypes << " | "
+        << (op.checks.reference.empty() ? "its contract only" : "`" + op.checks.reference + "`") << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   backplane::Registry all;
+  std::string markdown_path;
   try {
     for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--markdown" && i + 1 < argc) {
+        markdown_path = argv[++i];
+        continue;
+      }
       std::ifstream in(argv[i]);
       if (!in) {
         std::cerr << argv[i] << ": cannot read\n";
@@ -20,10 +72,12 @@ int main(int argc, char** argv) {
       all.merge(backplane::parse_registry(text.str(), argv[i]));
     }
     all.check_classes();
+    for (const auto& op : all.ops()) check_reference(op);
   } catch (const backplane::RegistryError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   }
+  if (!markdown_path.empty()) std::ofstream(markdown_path) << markdown(all);
   std::cout << "registry: " << all.ops().size() << " ops, " << all.classes().size() << " classes OK\n";
   return 0;
 }

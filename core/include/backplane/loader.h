@@ -5,6 +5,7 @@
 
 #include <backplane/export.h>
 
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,9 @@ struct LoadOptions {
 BACKPLANE_API BackendRecord load(const std::string& name, const LoadOptions& options = {});
 // Loads each in order; stops at the first failure (throws BackendError).
 BACKPLANE_API std::vector<BackendRecord> load(const std::vector<std::string>& names, const LoadOptions& options = {});
+// load({"cpu", "cuda"}): a braced list picks this overload (a one-name list would
+// otherwise be ambiguous between a string and a vector).
+BACKPLANE_API std::vector<BackendRecord> load(std::initializer_list<std::string> names, const LoadOptions& options = {});
 
 // Tries every plugin on the search path; a broken one is recorded as rejected or
 // failed and never stops the others. Returns backends().
