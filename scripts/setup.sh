@@ -35,7 +35,7 @@ fi
 
 # ccache only speeds builds up: install it where the package registry is reachable, go on
 # without it elsewhere (the GPU machine has no network).
-if ! command -v ccache >/dev/null && [ "$(id -u)" = 0 ]; then
+if ! command -v ccache >/dev/null && [ "$(id -u)" = 0 ] && apt-cache show ccache >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q ccache >/dev/null 2>&1 ||
     say "ccache not installed (no package registry?): builds go on without it"
 fi
@@ -77,4 +77,27 @@ if ! "$python" -c 'import onnx, onnxscript, onnxruntime' 2>/dev/null; then
 fi
 mkdir -p "$BUILD"
 echo "$python" > "$BUILD/.python"
+
+# --- A C++ compiler that links libstdc++ dynamically --------------------------------
+# A torch extension carrying its own static libstdc++ crashes when Python opens it (the
+# GPU machine's default CXX does this). The first compiler that links it dynamically:
+# $CXX, c++, g++, /usr/bin/g++, clang++. The build uses it (Makefile) and says which.
+links_dynamically() {  # $1: compiler
+  local tmp status=1
+  tmp=$(mktemp -d)
+  printf '#include <string>\nstd::string backplane_probe() { return std::string(40, 0x78); }\n' >"$tmp/probe.cpp"
+  if "$1" -shared -fPIC "$tmp/probe.cpp" -o "$tmp/probe.so" 2>/dev/null &&
+     readelf -d "$tmp/probe.so" 2>/dev/null | grep -q 'NEEDED.*libstdc++'; then status=0; fi
+  rm -rf "$tmp"
+  return $status
+}
+cxx=""
+for candidate in "${CXX:-}" c++ g++ /usr/bin/g++ clang++; do
+  [ -n "$candidate" ] && command -v "$candidate" >/dev/null || continue
+  if links_dynamically "$candidate"; then cxx=$(command -v "$candidate"); break; fi
+  say "$candidate links libstdc++ statically (torch extensions built with it crash in Python); trying another"
+done
+[ -n "$cxx" ] || { echo "[setup] no C++ compiler here links libstdc++ dynamically; install g++ (apt-get install g++)" >&2; exit 1; }
+echo "$cxx" > "$BUILD/.cxx"
+say "C++ compiler: $cxx"
 say "python: $python (torch $("$python" -c 'import torch; print(torch.__version__)'))"
