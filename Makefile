@@ -13,10 +13,10 @@ GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 setup:
 	@scripts/setup.sh $(BUILD)
 
-# The compiler setup chose (one that links libstdc++ dynamically), on the first configure,
-# for C++ and as nvcc's host compiler (CUDAHOSTCXX: CMake's CUDA detection reads it).
+# The compiler setup chose (one that links libstdc++ dynamically), on the first configure;
+# nvcc's host compiler follows it (cmake/BackplaneCuda.cmake).
 build: setup
-	CUDAHOSTCXX=$${CUDAHOSTCXX:-$$(cat $(BUILD)/.cxx)} cmake -S . -B $(BUILD) $(GENERATOR) -DBACKPLANE_PYTHON=$$(cat $(BUILD)/.python) \
+	cmake -S . -B $(BUILD) $(GENERATOR) -DBACKPLANE_PYTHON=$$(cat $(BUILD)/.python) \
 	  $$([ -f $(BUILD)/CMakeCache.txt ] || echo -DCMAKE_CXX_COMPILER=$$(cat $(BUILD)/.cxx)) \
 	  -DBACKPLANE_CUDA=$(BACKPLANE_CUDA) $(CMAKE_ARGS)
 	cmake --build $(BUILD) --parallel

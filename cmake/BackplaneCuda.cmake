@@ -20,6 +20,12 @@ else()
   if(NOT BACKPLANE_TORCH_CUDA)
     set(_bp_cuda_missing "torch ${BACKPLANE_TORCH_VERSION} from ${BACKPLANE_PYTHON} is not a CUDA build")
   else()
+    # nvcc's host compiler is the C++ compiler of this build (setup chose one that links
+    # libstdc++ dynamically); left to itself, nvcc takes the first g++ on PATH, whose
+    # library directories then leak into the plugin's link line.
+    if(NOT CMAKE_CUDA_HOST_COMPILER AND NOT DEFINED ENV{CUDAHOSTCXX})
+      set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}" CACHE FILEPATH "nvcc's host compiler")
+    endif()
     include(CheckLanguage)
     check_language(CUDA)
     if(NOT CMAKE_CUDA_COMPILER)
