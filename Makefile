@@ -14,9 +14,9 @@ setup:
 	@scripts/setup.sh $(BUILD)
 
 # The compiler setup chose (one that links libstdc++ dynamically), on the first configure;
-# nvcc's host compiler follows it (cmake/BackplaneCuda.cmake).
+# nvcc's host compiler likewise (CUDAHOSTCXX, read by cmake/BackplaneCuda.cmake).
 build: setup
-	cmake -S . -B $(BUILD) $(GENERATOR) -DBACKPLANE_PYTHON=$$(cat $(BUILD)/.python) \
+	CUDAHOSTCXX=$$(cat $(BUILD)/.cudahostcxx) cmake -S . -B $(BUILD) $(GENERATOR) -DBACKPLANE_PYTHON=$$(cat $(BUILD)/.python) \
 	  $$([ -f $(BUILD)/CMakeCache.txt ] || echo -DCMAKE_CXX_COMPILER=$$(cat $(BUILD)/.cxx)) \
 	  -DBACKPLANE_CUDA=$(BACKPLANE_CUDA) $(CMAKE_ARGS)
 	cmake --build $(BUILD) --parallel

@@ -23,9 +23,15 @@ else()
     # nvcc's host compiler is the C++ compiler of this build (setup chose one that links
     # libstdc++ dynamically); left to itself, nvcc takes the first g++ on PATH, whose
     # library directories then leak into the plugin's link line.
-    if(NOT CMAKE_CUDA_HOST_COMPILER AND NOT DEFINED ENV{CUDAHOSTCXX})
-      set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}" CACHE FILEPATH "nvcc's host compiler")
+    # (The Makefile sets CUDAHOSTCXX to setup's choice, overriding a machine's own.)
+    if(NOT CMAKE_CUDA_HOST_COMPILER)
+      if(DEFINED ENV{CUDAHOSTCXX})
+        set(CMAKE_CUDA_HOST_COMPILER "$ENV{CUDAHOSTCXX}" CACHE FILEPATH "nvcc's host compiler")
+      else()
+        set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}" CACHE FILEPATH "nvcc's host compiler")
+      endif()
     endif()
+    message(STATUS "CUDA host compiler: ${CMAKE_CUDA_HOST_COMPILER}")
     include(CheckLanguage)
     check_language(CUDA)
     if(NOT CMAKE_CUDA_COMPILER)

@@ -100,4 +100,11 @@ done
 [ -n "$cxx" ] || { echo "[setup] no C++ compiler here links libstdc++ dynamically; install g++ (apt-get install g++)" >&2; exit 1; }
 echo "$cxx" > "$BUILD/.cxx"
 say "C++ compiler: $cxx"
+# nvcc's host compiler: $CUDAHOSTCXX where it links libstdc++ dynamically, else the same.
+cuda_host=$cxx
+if [ -n "${CUDAHOSTCXX:-}" ]; then
+  if links_dynamically "$CUDAHOSTCXX"; then cuda_host=$CUDAHOSTCXX; else
+    say "CUDAHOSTCXX=$CUDAHOSTCXX links libstdc++ statically; nvcc will use $cxx instead"; fi
+fi
+echo "$cuda_host" > "$BUILD/.cudahostcxx"
 say "python: $python (torch $("$python" -c 'import torch; print(torch.__version__)'))"
