@@ -14,6 +14,18 @@ def op_names():
     return [op.name for op in backplane.ops()]
 
 
+def require_kernel(op_name, *backends):
+    """Skips the test, saying why, where a loaded backend does not implement the op (a
+    partial backend is normal: an op may be in the registry before any kernel)."""
+    import backplane
+    import pytest
+
+    loaded = {b.name: b for b in backplane.backends() if b.status == "loaded"}
+    for name in backends:
+        if name in loaded and op_name not in loaded[name].ops:
+            pytest.skip(f"{op_name}: not implemented on {name}")
+
+
 def samples(dtype=torch.float32, device="cpu", per_op=3):
     """op name -> list of (args, kwargs): the op's first `per_op` registry samples with
     random values, plus the first again with every Tensor argument of 2 or more

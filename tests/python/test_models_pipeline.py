@@ -158,3 +158,55 @@ def test_a_malicious_reference_file_runs_nothing(tmp_path):
 def test_assert_matches_reports_the_difference():
     with pytest.raises(AssertionError, match="expected bit-for-bit equality, found max abs difference 0.5"):
         assert_matches(torch.zeros(3), torch.tensor([0.0, 0.5, 0.0]), (0.0, 0.0), "case")
+
+
+FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
+
+
+def test_package_records_the_plugin_serving_each_op(packaged):
+    from backplane.package_plugins import read_plugins
+
+    rows = read_plugins(packaged.artifact("pt2"))
+    ops = {op for op, _, _ in rows}
+    assert rows and all(key == "CPU" and plugin == "cpu" for _, key, plugin in rows), rows
+    assert ops <= {op.name for op in __import__("backplane").ops()}
+
+
+def test_run_refuses_a_package_made_with_another_plugin_unless_told(packaged):
+    """identity's package calls identity_conv, served by `cpu` when it was made; here the
+    fixture plugin cpu_alt (identity_conv = -x) is preferred for it."""
+    if packaged.model != "identity":
+        pytest.skip("the identity model is the one calling identity_conv")
+    pkg, io = packaged.artifact("pt2"), packaged.artifact("io.pt")
+    args = [str(BACKPLANE), "run", str(pkg), "--input", str(io), "--backends", "cpu,cpu_alt",
+            "--plugin-dir", str(FIXTURES), "--prefer", "identity_conv:cpu_alt", "--repeat", "1"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "backplane::identity_conv on CPU was served by plugin 'cpu' when the package was made; here 'cpu_alt'" in r.stderr
+    assert "--allow-plugin-change" in r.stderr
+    # Allowed, it runs on cpu_alt's kernel and says so. (The model applies identity_conv
+    # twice, once through its IdentityConv object, so -(-x) still matches the reference.)
+    r = subprocess.run(args + ["--allow-plugin-change"], capture_output=True, text=True, timeout=300)
+    assert "served by 'cpu_alt' (packaged with 'cpu')" in r.stdout, r.stdout + r.stderr
+    # With the packaged plugin preferred it runs and matches.
+    packaged_plugin = [a if a != "identity_conv:cpu_alt" else "identity_conv:cpu" for a in args]
+    r = subprocess.run(packaged_plugin, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "(as packaged)" in r.stdout, r.stdout + r.stderr
+
+
+def test_load_package_refuses_another_plugin_unless_told(packaged):
+    if packaged.model != "identity":
+        pytest.skip("the identity model is the one calling identity_conv")
+    code = f"""
+import torch, backplane, pytest
+from backplane.package_plugins import PluginMismatch
+backplane.load("cpu"); backplane.load("cpu_alt", path={str(FIXTURES)!r})
+with backplane.prefer("identity_conv", "cpu_alt"):
+    with pytest.raises(PluginMismatch, match="was served by plugin 'cpu' when the package was made"):
+        backplane.load_package({str(packaged.artifact("pt2"))!r})
+    run = backplane.load_package({str(packaged.artifact("pt2"))!r}, allow_plugin_change=True)
+    assert any("packaged with 'cpu'" in n for n in run.plugins), run.plugins
+"""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]

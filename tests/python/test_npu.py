@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import backplane
-from samples import DTYPES, block, samples
+from samples import DTYPES, block, require_kernel, samples
 
 backplane.load("npu")
 # The fallback's once-per-op warnings are the feature under test in one test; the
@@ -81,6 +81,7 @@ def test_fresh_memory_is_not_zero():
 @pytest.mark.parametrize("op_name", list(samples()))
 @pytest.mark.parametrize("device", ["npu:0", "npu:1"])
 def test_every_op_matches_the_cpu_backend(op_name, dtype, device):
+    require_kernel(op_name, "npu", "cpu")
     op = getattr(torch.ops.backplane, op_name)
     for (args, kwargs), (cargs, ckwargs) in zip(samples(dtype, device)[op_name], samples(dtype, "cpu")[op_name]):
         got, expected = op(*args, **kwargs), op(*cargs, **ckwargs)
@@ -92,6 +93,7 @@ def test_every_op_matches_the_cpu_backend(op_name, dtype, device):
 
 @pytest.mark.parametrize("op_name", list(samples()))
 def test_opcheck_npu(op_name):
+    require_kernel(op_name, "npu")
     op = getattr(torch.ops.backplane, op_name).default
     for args, kwargs in samples(torch.float32, "npu")[op_name]:
         torch.library.opcheck(op, args, kwargs)
