@@ -2,6 +2,7 @@
 
 #include "workload_timing.h"
 
+#include <backplane/conformance_inputs.h>
 #include <backplane/reference_expr.h>
 #include <backplane/registry.h>
 
@@ -25,20 +26,14 @@
 namespace backplane::bench {
 namespace {
 
-bool is_tensor(const c10::Argument& arg) { return arg.type()->kind() == c10::TypeKind::TensorType; }
+using conformance::op_arguments;
 
 // The op's arguments for a bench shape: random Tensors (never zeros: no kernel is fast
 // by accident on special data), other arguments as given or defaulted.
 std::vector<c10::IValue> make_args(const OpDef& op, const OpInputs& shape, c10::ScalarType dtype, c10::Device device) {
-  std::vector<c10::IValue> args;
-  for (const auto& arg : op.arguments) {
-    const c10::IValue* given = shape.find(arg.name());
-    if (is_tensor(arg))
-      args.emplace_back(at::randn(given->toIntVector(), at::TensorOptions().dtype(dtype).device(device)));
-    else
-      args.push_back(given ? *given : *arg.default_value());
-  }
-  return args;
+  return op_arguments(op, shape, [&](at::IntArrayRef sizes) {
+    return at::randn(sizes, at::TensorOptions().dtype(dtype).device(device));
+  });
 }
 
 // Each tensor argument read once and the output (or the written argument) written once.

@@ -26,21 +26,10 @@ char* give(const std::string& text) {
   return out;
 }
 
-std::string record_json(const BackendRecord& r) {
-  return json::Object()
-      .str("name", r.name)
-      .str("status", to_string(r.status))
-      .str("reason", r.reason)
-      .str("path", r.path)
-      .str("version", r.version)
-      .str("dispatch_key", r.dispatch_key)
-      .raw("ops", json::list(r.ops))
-      .done();
-}
 
 std::string records_json(const std::vector<BackendRecord>& records) {
   std::vector<std::string> items;
-  for (const auto& r : records) items.push_back(record_json(r));
+  for (const auto& r : records) items.push_back(json::backend_record(r));
   return json::array(items);
 }
 
@@ -160,7 +149,7 @@ __attribute__((visibility("default"))) int backplane_c_load(const char* name, co
     backplane::LoadOptions options;
     if (dir != nullptr) options.dir = dir;
     backplane::CollectWarnings collect;
-    const std::string record = backplane::record_json(backplane::load(std::string(name), options));
+    const std::string record = backplane::json::backend_record(backplane::load(std::string(name), options));
     return record.substr(0, record.size() - 1) + ", \"warnings\": " + backplane::json::list(collect.messages) + "}";
   });
 }

@@ -87,4 +87,16 @@ Object& Object::raw(const std::string& key, const std::string& encoded) {
   return *this;
 }
 
+std::string backend_record(const BackendRecord& r) {
+  return Object()
+      .str("name", r.name)
+      .str("status", to_string(r.status))
+      .str("reason", r.reason)
+      .str("path", r.path)
+      .str("version", r.version)
+      .str("dispatch_key", r.dispatch_key)
+      .raw("ops", list(r.ops))
+      .done();
+}
+
 }  // namespace backplane::json

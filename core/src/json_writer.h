@@ -24,3 +24,12 @@ class Object {
 std::string array(const std::vector<std::string>& encoded_items);
 
 }  // namespace backplane::json
+
+#include <backplane/loader.h>
+
+namespace backplane::json {
+
+// A backend record as the C interface and `backplane list --json` give it.
+std::string backend_record(const BackendRecord& r);
+
+}  // namespace backplane::json

@@ -73,23 +73,12 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
-std::string record_json(const BackendRecord& r) {
-  return json::Object()
-      .str("name", r.name)
-      .str("status", to_string(r.status))
-      .str("reason", r.reason)
-      .str("path", r.path)
-      .str("version", r.version)
-      .str("dispatch_key", r.dispatch_key)
-      .raw("ops", json::list(r.ops))
-      .done();
-}
 
 int list_command(const Options& options) {
   const auto records = load_selected(options);
   if (options.json) {
     std::vector<std::string> rows;
-    for (const auto& r : records) rows.push_back(record_json(r));
+    for (const auto& r : records) rows.push_back(json::backend_record(r));
     std::cout << json::Object()
                      .str("core_version", core_version())
                      .str("torch", torch_major_minor())

@@ -2,6 +2,7 @@
 // core does, evaluates each op's reference on its first sample (CPU, float64), and prints
 // the first error as file:line:column: message. With --markdown, also writes the op
 // table the docs show (generated at build time, never committed). Run by the build.
+#include <backplane/conformance_inputs.h>
 #include <backplane/reference_expr.h>
 #include <backplane/registry.h>
 
@@ -18,14 +19,10 @@ namespace {
 void check_reference(const backplane::OpDef& op) {
   if (op.checks.reference.empty()) return;
   const backplane::OpInputs& sample = op.checks.samples.front();
+  const auto args = backplane::conformance::op_arguments(
+      op, sample, [](at::IntArrayRef sizes) { return at::randn(sizes, at::kDouble); });
   std::map<std::string, c10::IValue> names;
-  for (const auto& arg : op.arguments) {
-    const c10::IValue* given = sample.find(arg.name());
-    if (arg.type()->kind() == c10::TypeKind::TensorType)
-      names[arg.name()] = at::randn(given->toIntVector(), at::kDouble);
-    else
-      names[arg.name()] = given ? *given : *arg.default_value();
-  }
+  for (size_t i = 0; i < args.size(); ++i) names[op.arguments[i].name()] = args[i];
   try {
     const c10::IValue value = backplane::conformance::ReferenceExpr::parse(op.checks.reference).evaluate(names);
     if (!value.isTensor()) throw std::invalid_argument("it gives no tensor");

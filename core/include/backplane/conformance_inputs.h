@@ -4,9 +4,12 @@
 
 #include <backplane/export.h>
 
+#include <backplane/registry.h>
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -58,6 +61,11 @@ std::optional<std::string> expect_error(Fn&& fn, const std::string& expected) {
   }
   return "expected an error containing '" + expected + "', but the call succeeded";
 }
+
+// The op's arguments, in schema order, for registry inputs: each Tensor argument made by
+// `tensor(sizes)`, any other as given or else its schema default.
+BACKPLANE_API std::vector<c10::IValue> op_arguments(const OpDef& op, const OpInputs& inputs,
+                                                    const std::function<at::Tensor(at::IntArrayRef)>& tensor);
 
 // The op through the dispatcher, as a user's call would reach it.
 BACKPLANE_API c10::OperatorHandle op_handle(const std::string& op);

@@ -133,15 +133,9 @@ Case sample_case(const OpDef& op, const std::optional<ReferenceExpr>& reference,
 
 // Inputs for an error case: each Tensor of the given sizes, filled with ones.
 std::vector<c10::IValue> ones_call(const OpDef& op, const OpInputs& in, c10::ScalarType dtype, c10::Device device) {
-  std::vector<c10::IValue> args;
-  for (const auto& arg : op.arguments) {
-    const c10::IValue* given = in.find(arg.name());
-    if (is_tensor(arg))
-      args.emplace_back(at::ones(given->toIntVector(), at::TensorOptions().dtype(dtype).device(device)));
-    else
-      args.push_back(given ? *given : *arg.default_value());
-  }
-  return args;
+  return op_arguments(op, in, [&](at::IntArrayRef sizes) {
+    return at::ones(sizes, at::TensorOptions().dtype(dtype).device(device));
+  });
 }
 
 template <typename Mutate>

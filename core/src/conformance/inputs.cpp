@@ -107,6 +107,19 @@ std::optional<std::string> compare(const at::Tensor& actual_any, const at::Tenso
   return why.str();
 }
 
+std::vector<c10::IValue> op_arguments(const OpDef& op, const OpInputs& inputs,
+                                      const std::function<at::Tensor(at::IntArrayRef)>& tensor) {
+  std::vector<c10::IValue> args;
+  for (const auto& arg : op.arguments) {
+    const c10::IValue* given = inputs.find(arg.name());
+    if (arg.type()->kind() == c10::TypeKind::TensorType)
+      args.emplace_back(tensor(given->toIntVector()));
+    else
+      args.push_back(given ? *given : *arg.default_value());
+  }
+  return args;
+}
+
 c10::OperatorHandle op_handle(const std::string& op) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(("backplane::" + op).c_str(), "");
 }
