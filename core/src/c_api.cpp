@@ -189,14 +189,7 @@ __attribute__((visibility("default"))) int backplane_c_set_preferences(const cha
 __attribute__((visibility("default"))) int backplane_c_serving(char** out) {
   return backplane::guarded(out, [] {
     std::vector<std::string> rows;
-    for (const auto& s : backplane::serving())
-      rows.push_back(backplane::json::Object()
-                         .str("op", s.op)
-                         .str("dispatch_key", s.dispatch_key)
-                         .str("serving", s.serving)
-                         .str("why", s.why)
-                         .raw("offered_by", backplane::json::list(s.offered_by))
-                         .done());
+    for (const auto& s : backplane::serving()) rows.push_back(backplane::json::serving_record(s));
     return backplane::json::Object()
         .raw("serving", backplane::json::array(rows))
         .str("preferences", backplane::preferences_string())

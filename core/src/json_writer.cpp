@@ -99,4 +99,14 @@ std::string backend_record(const BackendRecord& r) {
       .done();
 }
 
+std::string serving_record(const ServingRecord& s) {
+  return Object()
+      .str("op", s.op)
+      .str("dispatch_key", s.dispatch_key)
+      .str("serving", s.serving)
+      .str("why", s.why)
+      .raw("offered_by", list(s.offered_by))
+      .done();
+}
+
 }  // namespace backplane::json

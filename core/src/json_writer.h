@@ -26,10 +26,13 @@ std::string array(const std::vector<std::string>& encoded_items);
 }  // namespace backplane::json
 
 #include <backplane/loader.h>
+#include <backplane/selection.h>
 
 namespace backplane::json {
 
 // A backend record as the C interface and `backplane list --json` give it.
 std::string backend_record(const BackendRecord& r);
+// Who serves an (op, key), as backplane.serving() and `backplane ops --json` give it.
+std::string serving_record(const ServingRecord& s);
 
 }  // namespace backplane::json

@@ -202,6 +202,15 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
+// is not a plugin name.
+void check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
+  if (op != "*" && !registry().find(op)) throw std::invalid_argument(what + ": the registry has no op '" + op + "'");
+  for (const auto& p : plugins)
+    if (!is_valid_backend_name(p))
+      throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");
+}
+
 std::map<std::string, std::vector<std::string>> parse_spec(const std::string& spec) {
   std::map<std::string, std::vector<std::string>> out;
   std::stringstream parts(spec);
@@ -216,11 +225,7 @@ std::map<std::string, std::vector<std::string>> parse_spec(const std::string& sp
     std::stringstream names(part.substr(colon + 1));
     for (std::string name; std::getline(names, name, ',');)
       if (!trim(name).empty()) plugins.push_back(trim(name));
-    if (op != "*" && !registry().find(op))
-      throw std::invalid_argument("preference '" + part + "': the registry has no op '" + op + "'");
-    for (const auto& p : plugins)
-      if (!is_valid_backend_name(p))
-        throw std::invalid_argument("preference '" + part + "': '" + p + "' is not a plugin name (a plain identifier)");
+    check_preference(op, plugins, "preference '" + part + "'");
     if (plugins.empty()) throw std::invalid_argument("preference '" + part + "' names no plugin");
     out[op] = plugins;
   }
@@ -268,14 +273,8 @@ void after_plugin_loaded(const std::string&) { Selection::get().after_load(); }
 }  // namespace detail
 
 void prefer(const std::string& op, const std::vector<std::string>& plugins) {
-  std::string spec = op + ":";
-  for (size_t i = 0; i < plugins.size(); ++i) spec += (i ? "," : "") + plugins[i];
-  if (plugins.empty()) {
-    if (op != "*" && !registry().find(op)) throw std::invalid_argument("prefer: the registry has no op '" + op + "'");
-    Selection::get().set(op, {});
-    return;
-  }
-  for (const auto& [o, p] : parse_spec(spec)) Selection::get().set(o, p);
+  check_preference(op, plugins, "prefer");
+  Selection::get().set(op, plugins);  // an empty list clears op's preference
 }
 
 void prefer_from_string(const std::string& spec) {
@@ -287,17 +286,11 @@ void set_preferences(const std::string& spec) { Selection::get().replace_all(par
 std::string preferences_string() { return to_spec(Selection::get().preferences()); }
 
 ScopedPreference::ScopedPreference(const std::string& op, const std::vector<std::string>& plugins)
-    : saved_(preferences_string()) {
+    : saved_(Selection::get().preferences()) {
   prefer(op, plugins);
 }
 
-ScopedPreference::~ScopedPreference() {
-  try {
-    Selection::get().replace_all(parse_spec(saved_));
-  } catch (const std::exception&) {
-    // saved_ came from preferences_string(), which parse_spec always accepts.
-  }
-}
+ScopedPreference::~ScopedPreference() { Selection::get().replace_all(saved_); }
 
 std::vector<ServingRecord> serving() { return Selection::get().records(); }
 

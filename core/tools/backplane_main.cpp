@@ -173,13 +173,7 @@ int ops_command(const Options& options) {
   std::vector<std::string> serving_json;
   bool any_conflict = false;
   for (const auto& s : served) {
-    serving_json.push_back(json::Object()
-                               .str("op", s.op)
-                               .str("dispatch_key", s.dispatch_key)
-                               .str("serving", s.serving)
-                               .str("why", s.why)
-                               .raw("offered_by", json::list(s.offered_by))
-                               .done());
+    serving_json.push_back(json::serving_record(s));
     if (s.offered_by.size() < 2 || options.json) continue;
     if (!any_conflict) std::cout << "\nserved by (where plugins share a device):\n";
     any_conflict = true;
@@ -224,9 +218,8 @@ const std::map<std::string, Command>& commands() {
   return all;
 }
 
-void print_help(const std::string& name, const Command& c, std::ostream& out) {
+void print_help(const Command& c, std::ostream& out) {
   out << "usage: " << c.usage << "\n\n" << c.summary << "\n\n" << kCommonFlags;
-  (void)name;
 }
 
 }  // namespace
@@ -272,14 +265,14 @@ int main(int argc, char** argv) {
   const Command& command = it->second;
   auto usage_error = [&](const std::string& what) {
     std::cerr << "backplane " << name << ": " << what << "\n\n";
-    print_help(name, command, std::cerr);
+    print_help(command, std::cerr);
     return kExitUsage;
   };
   Options options;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      print_help(name, command, std::cout);
+      print_help(command, std::cout);
       return kExitOk;
     }
     const bool common_valued = arg == "--backends" || arg == "--plugin-dir" || arg == "--prefer";

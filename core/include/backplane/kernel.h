@@ -50,11 +50,6 @@ std::array<c10::IValue, sizeof...(Args)> boxed(const Args&... args) {
   return {c10::IValue(args)...};
 }
 
-template <typename T>
-bool is_tensor_v(const T&) {
-  return std::is_same_v<std::decay_t<T>, at::Tensor>;
-}
-
 // The device of the first Tensor argument (the contract has already checked that every
 // Tensor argument shares it).
 template <typename... Args>
@@ -106,6 +101,7 @@ constexpr auto writing_pointer(void (*)(Args...)) {
   return &writing_call<Op, Compute, Args...>;
 }
 
+// The function type of a function pointer (the CPU plugin's variant trampoline uses it).
 template <typename Fn>
 struct FunctionType;
 template <typename R, typename... Args>

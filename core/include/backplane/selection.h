@@ -17,6 +17,7 @@
 
 #include <backplane/export.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ class BACKPLANE_API ScopedPreference {
   ScopedPreference& operator=(const ScopedPreference&) = delete;
 
  private:
-  std::string saved_;
+  std::map<std::string, std::vector<std::string>> saved_;
 };
 
 struct ServingRecord {
