@@ -3,6 +3,7 @@
 #include <backplane/registry.h>
 
 #include <ATen/ATen.h>
+#include <torch/autograd.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
@@ -26,6 +27,22 @@ TEST(Schemas, EveryRegistryOpIsRegisteredWithItsSchema) {
     for (size_t i = 0; i < op.arg_names.size(); ++i) EXPECT_EQ(schema.arguments()[i].name(), op.arg_names[i]);
     EXPECT_TRUE(h.hasTag(at::Tag::pt2_compliant_tag)) << op.name;
     EXPECT_TRUE(h.hasKernelForDispatchKey(c10::DispatchKey::Meta)) << op.name << " has no Meta kernel";
+  }
+}
+
+TEST(Schemas, BackwardThroughAnOpWithoutDerivativeIsAnErrorNamingIt) {
+  // From libtorch alone, no Python: the core's Autograd kernel (no_derivative.cpp).
+  // Meta tensors carry autograd like any other, so no plugin is needed.
+  at::Tensor x = meta({2, 8}).requires_grad_();
+  at::Tensor out = handle("rms_norm").typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>().call(
+      x, meta({8}), 1e-6);
+  ASSERT_TRUE(out.requires_grad()) << "the output must carry the graph, never silently cut it";
+  try {
+    out.sum().backward();
+    FAIL() << "backward through rms_norm ran";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backplane::rms_norm has no derivative for 'x'"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -1,0 +1,119 @@
+// The Autograd kernel of an op that has no derivative yet.
+//
+// Without any Autograd kernel the dispatcher falls through: the output carries no
+// grad_fn and everything upstream silently keeps .grad None (PyTorch only warns). This
+// kernel instead follows PyTorch's rules for an op without a formula:
+//  - the forward runs as usual, so inference with parameters that require grad works;
+//  - outputs (and arguments written in place) get a node whose backward raises an error
+//    naming the op and the inputs that wanted a gradient;
+//  - writing in place to a leaf that requires grad is refused, as PyTorch refuses it;
+//  - every written argument's version counter is bumped, so autograd notices a saved
+//    tensor that was overwritten.
+#include "no_derivative.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/VariableTypeUtils.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace backplane::detail {
+namespace {
+
+using torch::autograd::Edge;
+using torch::autograd::edge_list;
+
+// torch moved autograd nodes from std::shared_ptr to c10::intrusive_ptr; Edge says which.
+using NodePtr = decltype(Edge::function);
+template <typename... Args>
+NodePtr make_error_node(Args&&... args) {
+  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>)
+    return std::make_shared<torch::autograd::Error>(std::forward<Args>(args)...);
+  else
+    return c10::make_intrusive<torch::autograd::Error>(std::forward<Args>(args)...);
+}
+
+bool is_written(const c10::Argument& arg) { return arg.alias_info() && arg.alias_info()->isWrite(); }
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "'" : ", '") + name + "'";
+  return out;
+}
+
+void no_derivative_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  const std::string op_name = schema.operator_name().name;
+  const size_t n = schema.arguments().size();
+  const bool grad_mode = c10::GradMode::is_enabled();
+
+  std::vector<at::Tensor> wanting_grad, written;
+  std::vector<std::string> wanting_names;
+  for (size_t i = 0; i < n; ++i) {
+    const c10::IValue& value = (*stack)[stack->size() - n + i];
+    if (!value.isTensor()) continue;
+    const at::Tensor& t = value.toTensor();
+    if (!t.defined()) continue;
+    const c10::Argument& arg = schema.arguments()[i];
+    if (is_written(arg)) {
+      TORCH_CHECK(!(grad_mode && t.requires_grad() && t.is_leaf()), op_name, ": argument '", arg.name(),
+                  "' is a leaf tensor that requires grad; writing to it in place is refused, as PyTorch refuses "
+                  "it (a leaf Variable that requires grad is being used in an in-place operation). Write to a "
+                  "clone, or call under torch.no_grad().");
+      written.push_back(t);
+    }
+    if (grad_mode && t.requires_grad()) {
+      wanting_grad.push_back(t);
+      wanting_names.push_back(arg.name());
+    }
+  }
+
+  {
+    // Below autograd, and below ADInplaceOrView: at:: calls inside the kernel must not
+    // record graph nodes of their own.
+    at::AutoDispatchBelowADInplaceOrView below;
+    op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
+  }
+  for (const at::Tensor& t : written) torch::autograd::increment_version(t);
+  if (wanting_grad.empty()) return;
+
+  edge_list edges;
+  for (const at::Tensor& t : wanting_grad) edges.push_back(torch::autograd::impl::gradient_edge(t));
+  NodePtr node = make_error_node(
+      op_name + " has no derivative for " + quoted_list(wanting_names) +
+          ": its registry entry has no `backward:` yet. The forward ran; backward through it cannot. "
+          "Detach those inputs, or run the op under torch.no_grad(), if no gradient is needed there.",
+      std::move(edges));
+  // Outputs that autograd can carry a gradient for point at the node; a written argument
+  // is rebased onto it, so the gradient through the in-place write is refused, not
+  // computed as if the write had not happened.
+  for (const at::Tensor& t : written) {
+    if (!torch::autograd::isDifferentiableType(t.scalar_type())) continue;
+    const uint32_t slot = node->add_input_metadata(t);
+    torch::autograd::impl::rebase_history(t, {node, slot});
+  }
+  const size_t returns = schema.returns().size();
+  for (size_t i = 0; i < returns; ++i) {
+    c10::IValue& value = (*stack)[stack->size() - returns + i];
+    if (!value.isTensor() || !value.toTensor().defined()) continue;
+    const at::Tensor& out = value.toTensor();
+    if (is_written(schema.returns()[i]) || !torch::autograd::isDifferentiableType(out.scalar_type())) continue;
+    torch::autograd::set_history(out, node);
+  }
+}
+
+}  // namespace
+
+void register_no_derivative(torch::Library& library, const std::string& op) {
+  // The kernel redispatches below ADInplaceOrView itself and bumps versions there, so
+  // that key needs no kernel of its own.
+  library.impl(op.c_str(), torch::dispatch(c10::DispatchKey::Autograd,
+                                           torch::CppFunction::makeFromBoxedFunction<&no_derivative_kernel>()));
+}
+
+}  // namespace backplane::detail
