@@ -1,39 +1,121 @@
-# backplane_add_plugin(<name> KEY <DispatchKey> SOURCES <files...> [LINK <targets...>] [DIR <dir>])
+# backplane_add_plugin(<name>
+#     DISPATCH_KEY <CPU|CUDA|PrivateUse1|...>
+#     SOURCES <files...>
+#     [LINK <targets...>]            more libraries to link (the core is linked already)
+#     [VERSION <version>]            the plugin's version (default: the project's)
+#     [OUTPUT_DIR <dir>]             where the library and manifest are written
+#                                    (default: BACKPLANE_PLUGIN_DIR, else <build>/lib)
+#     [PYTHON_MODULE <module>]       the plugin's Python side (device module, helpers),
+#                                    named in its manifest, imported by backplane.load()
+#                                    after the library opens, its on_load(path) called
+#     [PYTHON_SOURCES <dir>]         <dir> holds package <module>: copied beside the
+#                                    plugin (python/<module>) and installed with it.
+#                                    Without it the module is imported by name (a plugin
+#                                    wheel that ships it as its own package)
+#     [NO_INSTALL])
 #
-# Builds libbackplane_<name>.so beside the core and, right after linking, its
-# manifest libbackplane_<name>.manifest.yaml: backplane_manifest opens the new
-# plugin in a separate process and records which registry ops it registered for
-# KEY, so the manifest cannot drift from the code.
+# Builds libbackplane_<name>.so and, right after linking, its manifest
+# libbackplane_<name>.manifest.yaml: backplane_manifest opens the new plugin in a
+# separate process and records which registry ops it registered for the key, so the
+# manifest cannot drift from the code. Unless NO_INSTALL, `cmake --install` puts both
+# (and the Python side) in BACKPLANE_INSTALL_PLUGIN_DIR (default: lib).
+#
+# The same function builds the plugins in this repository and out of tree, through
+# find_package(Backplane): there it uses the installed core and manifest tool.
+
+set(_BACKPLANE_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
+
 # Adds a post-build check that `target` loads libstdc++ dynamically
 # (see CheckDynamicLibstdcxx.cmake).
 function(backplane_check_dynamic_libstdcxx target)
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:${target}> -DREADELF=${CMAKE_READELF}
-            -P ${PROJECT_SOURCE_DIR}/cmake/CheckDynamicLibstdcxx.cmake
+            -P ${_BACKPLANE_CMAKE_DIR}/CheckDynamicLibstdcxx.cmake
     VERBATIM)
 endfunction()
 
+# In this repository the core and the manifest tool are build targets; installed,
+# BackplaneConfig.cmake names the imported ones.
+if(NOT BACKPLANE_CORE_TARGET)
+  set(BACKPLANE_CORE_TARGET backplane_core)
+  set(BACKPLANE_MANIFEST_TARGET backplane_manifest)
+endif()
+
 function(backplane_add_plugin name)
-  cmake_parse_arguments(P "" "KEY;DIR" "SOURCES;LINK" ${ARGN})
-  if(NOT P_DIR)
-    set(P_DIR ${BACKPLANE_PLUGIN_DIR})
+  cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES" "SOURCES;LINK"
+                        ${ARGN})
+  if(P_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "backplane_add_plugin(${name}): unexpected arguments: ${P_UNPARSED_ARGUMENTS}")
   endif()
-  if(NOT P_KEY)
-    message(FATAL_ERROR "backplane_add_plugin(${name}): KEY <DispatchKey> is required")
+  if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$" OR name STREQUAL "core")
+    message(FATAL_ERROR "backplane_add_plugin(${name}): the name must be a plain identifier other than 'core'")
   endif()
+  if(NOT P_DISPATCH_KEY)
+    message(FATAL_ERROR "backplane_add_plugin(${name}): DISPATCH_KEY <key> is required (CPU, CUDA, PrivateUse1, ...)")
+  endif()
+  if(NOT P_SOURCES)
+    message(FATAL_ERROR "backplane_add_plugin(${name}): SOURCES is empty")
+  endif()
+  if(P_PYTHON_SOURCES AND NOT P_PYTHON_MODULE)
+    message(FATAL_ERROR "backplane_add_plugin(${name}): PYTHON_SOURCES needs PYTHON_MODULE <package name>")
+  endif()
+  if(NOT P_OUTPUT_DIR)
+    if(BACKPLANE_PLUGIN_DIR)
+      set(P_OUTPUT_DIR ${BACKPLANE_PLUGIN_DIR})
+    else()
+      set(P_OUTPUT_DIR ${CMAKE_BINARY_DIR}/lib)
+    endif()
+  endif()
+  if(NOT P_VERSION)
+    set(P_VERSION "${PROJECT_VERSION}")
+    if(NOT P_VERSION)
+      set(P_VERSION "0.0.0")
+    endif()
+  endif()
+
   set(target backplane_${name})
   add_library(${target} SHARED ${P_SOURCES})
-  target_link_libraries(${target} PRIVATE backplane_core ${P_LINK})
+  target_link_libraries(${target} PRIVATE ${BACKPLANE_CORE_TARGET} ${P_LINK})
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME backplane_${name}
-    LIBRARY_OUTPUT_DIRECTORY ${P_DIR}
+    LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR}
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
     INSTALL_RPATH "$ORIGIN")
-  add_dependencies(${target} backplane_manifest)
+  if(TARGET ${BACKPLANE_MANIFEST_TARGET} AND NOT BACKPLANE_MANIFEST_TARGET MATCHES "::")
+    add_dependencies(${target} ${BACKPLANE_MANIFEST_TARGET})
+  endif()
   backplane_check_dynamic_libstdcxx(${target})
+
+  set(manifest ${P_OUTPUT_DIR}/libbackplane_${name}.manifest.yaml)
+  set(python_args "")
+  if(P_PYTHON_MODULE)
+    set(python_args --python-module ${P_PYTHON_MODULE})
+  endif()
+  if(P_PYTHON_SOURCES)
+    # The Python side sits beside the plugin, in python/<module>: found through the
+    # manifest wherever the pair is copied or installed.
+    list(APPEND python_args --python-path python)
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND ${CMAKE_COMMAND} -E copy_directory ${P_PYTHON_SOURCES}/${P_PYTHON_MODULE}
+              ${P_OUTPUT_DIR}/python/${P_PYTHON_MODULE}
+      VERBATIM)
+  endif()
   add_custom_command(TARGET ${target} POST_BUILD
-    COMMAND backplane_manifest --plugin $<TARGET_FILE:${target}> --name ${name} --key ${P_KEY}
-            --version ${PROJECT_VERSION}
-            --out ${P_DIR}/libbackplane_${name}.manifest.yaml
+    COMMAND $<TARGET_FILE:${BACKPLANE_MANIFEST_TARGET}> --plugin $<TARGET_FILE:${target}> --name ${name}
+            --key ${P_DISPATCH_KEY} --version ${P_VERSION} ${python_args} --out ${manifest}
     COMMENT "Writing manifest of backend '${name}'"
     VERBATIM)
+
+  if(NOT P_NO_INSTALL)
+    if(NOT BACKPLANE_INSTALL_PLUGIN_DIR)
+      set(BACKPLANE_INSTALL_PLUGIN_DIR lib)
+    endif()
+    install(TARGETS ${target} LIBRARY DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR})
+    install(FILES ${manifest} DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR})
+    if(P_PYTHON_SOURCES)
+      install(DIRECTORY ${P_PYTHON_SOURCES}/${P_PYTHON_MODULE} DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR}/python
+              PATTERN __pycache__ EXCLUDE)
+    endif()
+  endif()
 endfunction()

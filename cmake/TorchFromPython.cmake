@@ -11,6 +11,10 @@
 #   BACKPLANE_TORCH_VERSION (e.g. 2.14.1), BACKPLANE_TORCH_MAJOR_MINOR (2.14),
 #   BACKPLANE_TORCH_CUDA (CUDA version of the wheel, or empty), BACKPLANE_TORCH_LIB_DIR.
 
+# A wheel build (scikit-build-core) builds against the Python running pip.
+if(SKBUILD AND Python_EXECUTABLE)
+  set(BACKPLANE_PYTHON "${Python_EXECUTABLE}" CACHE STRING "Python interpreter whose torch Backplane builds against")
+endif()
 set(BACKPLANE_PYTHON "python3" CACHE STRING "Python interpreter whose torch Backplane builds against")
 
 execute_process(

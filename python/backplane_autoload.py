@@ -11,16 +11,34 @@ torch imports without Backplane. `import backplane` itself still raises the erro
 from __future__ import annotations
 
 import os
+import sys
 import warnings
+
+_deferred = False
 
 
 def autoload() -> None:
+    global _deferred
+    importing = sys.modules.get("backplane")
+    if importing is not None and not getattr(importing, "_initialized", False):
+        # `import backplane` came first and imported torch, which calls this entry point
+        # while backplane is half-initialized: backplane finishes the autoload itself
+        # at the end of its import (take_deferred).
+        _deferred = True
+        return
     try:
         import backplane
 
         backplane._autoload()
     except Exception as err:  # noqa: BLE001 -- anything raised here would fail `import torch`
         warnings.warn(_message(err), RuntimeWarning, stacklevel=2)
+
+
+def take_deferred() -> bool:
+    """Whether an autoload was put off while backplane was importing (and reset it)."""
+    global _deferred
+    pending, _deferred = _deferred, False
+    return pending
 
 
 def _message(err: Exception) -> str:

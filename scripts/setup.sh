@@ -68,6 +68,13 @@ if ! "$python" -c 'import pytest, numpy, setuptools' 2>/dev/null; then
   say "installing pytest, numpy and setuptools into $python"
   "$python" -m pip install -q --disable-pip-version-check pytest numpy setuptools
 fi
+# The wheel (pip install . at the root) and the SDK journey: scikit-build-core. Plots of
+# the benchmarks: matplotlib. Optional: without them the journey and --plot say so.
+if ! "$python" -c 'import scikit_build_core, matplotlib' 2>/dev/null; then
+  say "installing scikit-build-core and matplotlib into $python"
+  "$python" -m pip install -q --disable-pip-version-check scikit-build-core matplotlib ||
+    say "could not install scikit-build-core/matplotlib: the wheel, the SDK journey and bench plots need them"
+fi
 # The ONNX step of the model pipeline. Optional: where they cannot be installed (the GPU
 # machine has no network) the ONNX tests skip and say why.
 if ! "$python" -c 'import onnx, onnxscript, onnxruntime' 2>/dev/null; then

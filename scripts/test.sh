@@ -16,6 +16,6 @@ ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
 # The npu tests in a process of their own: a registered PrivateUse1 device becomes
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
-npu_tests=(tests/python/test_npu.py tests/python/test_npu_autoload.py)
+npu_tests=(tests/python/test_npu.py tests/python/test_npu_autoload.py backends/npu/tests/test_device.py)
 PYTHONPATH=$PWD/python "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
 PYTHONPATH=$PWD/python "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs

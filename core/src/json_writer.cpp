@@ -96,6 +96,8 @@ std::string backend_record(const BackendRecord& r) {
       .str("version", r.version)
       .str("dispatch_key", r.dispatch_key)
       .raw("ops", list(r.ops))
+      .str("python_module", r.python_module)
+      .str("python_path", r.python_path)
       .done();
 }
 

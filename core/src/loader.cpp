@@ -5,6 +5,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>
+#include <c10/core/DeviceType.h>
 
 #include "plugin_loading.h"
 #include "posix_files.h"
@@ -149,6 +150,11 @@ class Loader {
     record.version = manifest.version;
     record.dispatch_key = manifest.dispatch_key;
     record.ops = manifest.ops;
+    if (!manifest.python_module.empty()) {
+      record.python_module = manifest.python_module;
+      if (!manifest.python_path.empty())
+        record.python_path = detail::join_path(detail::parent_dir(record.path), manifest.python_path);
+    }
     if (auto why = manifest_incompatibility(manifest, name)) return reject(*why);
     c10::DispatchKey key;
     try {
@@ -156,6 +162,8 @@ class Loader {
     } catch (const std::exception&) {
       return reject("manifest names dispatch key '" + manifest.dispatch_key + "', which this torch does not know");
     }
+    if (key == c10::DispatchKey::PrivateUse1)
+      if (auto why = privateuse1_taken(name)) return reject(*why);
     for (const auto& op : manifest.ops) {
       if (!registry().find(op)) return reject("manifest lists op '" + op + "', which the registry does not define");
       if (manifest.registration == "direct")
@@ -163,6 +171,22 @@ class Loader {
     }
     record.status = BackendStatus::Available;
     return record;
+  }
+
+  // PyTorch has one PrivateUse1 device per process: a second device plugin would override
+  // the first one's aten kernels and then abort on its fallback registration.
+  std::optional<std::string> privateuse1_taken(const std::string& name) const {
+    for (const auto& [other, record] : records_)
+      if (other != name && record.status == BackendStatus::Loaded && record.dispatch_key == "PrivateUse1")
+        return "PrivateUse1 already belongs to backend '" + other + "' (" + record.path +
+               "); PyTorch allows one PrivateUse1 device per process, so load only one of '" + other + "' and '" +
+               name + "' (--backends, BACKPLANE_BACKENDS)";
+    const std::string taken = c10::get_privateuse1_backend(/*lower_case=*/true);
+    if (taken != "privateuseone" && taken != name)
+      return "PrivateUse1 is already registered as device '" + taken +
+             "' in this process (by a library not loaded through backplane); PyTorch allows one PrivateUse1 device "
+             "per process";
+    return std::nullopt;
   }
 
   // A plugin registering with plain m.impl cannot share a device: it would silently

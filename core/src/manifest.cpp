@@ -47,7 +47,7 @@ Manifest read_manifest(const std::string& path) {
   // a misspelling or a manifest for another core, never something to skip.
   if (auto problem = detail::find_duplicate_key(root)) fail(path, problem->node, problem->message);
   static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key", "registration",
-                                              "torch_version", "cxx11_abi", "ops"};
+                                              "torch_version", "cxx11_abi", "ops", "python_module", "python_path"};
   if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
   Manifest m;
   m.plugin_abi = field<int>(path, root, "backplane_plugin_abi", "an integer");
@@ -61,6 +61,19 @@ Manifest read_manifest(const std::string& path) {
     m.registration = field<std::string>(path, root, "registration", "core or direct");
     if (m.registration != "core" && m.registration != "direct")
       fail(path, root["registration"], "key 'registration' should be core or direct, found '" + m.registration + "'");
+  }
+  if (root["python_module"]) {
+    m.python_module = field<std::string>(path, root, "python_module", "a Python module name");
+    // Absent: the module is importable by name (a plugin wheel's own package).
+    m.python_path = root["python_path"] ? field<std::string>(path, root, "python_path", "a directory") : "";
+    // Relative and inside the plugin's directory: a manifest must not point Python at
+    // arbitrary places on the machine.
+    if (root["python_path"] &&
+        (m.python_path.empty() || m.python_path[0] == '/' || m.python_path.find("..") != std::string::npos))
+      fail(path, root["python_path"], "key 'python_path' should be a directory relative to the manifest, without '..'; "
+                                      "found '" + m.python_path + "'");
+  } else if (root["python_path"]) {
+    fail(path, root["python_path"], "key 'python_path' needs 'python_module'");
   }
   return m;
 }
@@ -78,6 +91,8 @@ std::string manifest_to_yaml(const Manifest& m) {
       << "ops: [";
   for (size_t i = 0; i < m.ops.size(); ++i) out << (i ? ", " : "") << m.ops[i];
   out << "]\n";
+  if (!m.python_module.empty()) out << "python_module: " << m.python_module << "\n";
+  if (!m.python_path.empty()) out << "python_path: " << m.python_path << "\n";
   return out.str();
 }
 

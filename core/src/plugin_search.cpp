@@ -25,21 +25,24 @@ static std::string core_library_dir() {
   return detail::parent_dir(info.dli_fname);
 }
 
+static void append_colon_list(const std::string& list, std::vector<std::string>& dirs) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    if (end > start) dirs.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+// The installed plugins come first: a directory added later can add backends, never
+// replace an installed one by reusing its name (the first directory holding a name wins).
 std::vector<std::string> plugin_search_path(const LoadOptions& options) {
   std::vector<std::string> dirs;
-  if (options.dir) dirs.push_back(*options.dir);
-  if (const char* env = std::getenv("BACKPLANE_PLUGIN_PATH")) {
-    std::string list = env;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(':', start);
-      if (end == std::string::npos) end = list.size();
-      if (end > start) dirs.push_back(list.substr(start, end - start));
-      start = end + 1;
-    }
-  }
   const std::string own = core_library_dir();
   if (!own.empty()) dirs.push_back(own);
+  if (options.dir) append_colon_list(*options.dir, dirs);
+  if (const char* env = std::getenv("BACKPLANE_PLUGIN_PATH")) append_colon_list(env, dirs);
   return dirs;
 }
 

@@ -25,7 +25,8 @@ namespace {
 constexpr const char* kCommonFlags = R"(common flags:
   --backends a,b     load exactly these (default: $BACKPLANE_BACKENDS, else every plugin found;
                      "none" loads none)
-  --plugin-dir DIR   search DIR before $BACKPLANE_PLUGIN_PATH and the installed plugins
+  --plugin-path DIRS more plugin directories (a colon list), searched after the installed
+                     plugins and before $BACKPLANE_PLUGIN_PATH (--plugin-dir: the same)
   --prefer SPEC      which plugin serves an op where two serve one device:
                      "rms_norm:cpu_alt,cpu;*:cpu" (as $BACKPLANE_PREFER)
   -h, --help         this help
@@ -38,9 +39,12 @@ commands:
           version, ops, and the path or the reason it failed
   ops     the coverage table: each registry op on each backend (dtypes measured by calling
           it), and which plugin serves each op where two serve one device
-  check   the conformance suite (every op against its PyTorch reference) on each backend
+  check   [BACKEND...] the conformance suite (every op against its PyTorch reference) on each
+          backend (or those named)
   run     MODEL.pt2 --input MODEL.io.pt: run an AOTInductor package with no Python, check it
           against the reference saved at export, report latency
+  new-backend NAME --dispatch-key KEY: write a plugin project to build out of this tree
+  bench   every op on each backend beside PyTorch and copy_ (Google Benchmark); --compare, --plot
 
 `backplane <command> --help` shows a command's flags.
 
@@ -200,10 +204,19 @@ const std::map<std::string, Command>& commands() {
       {"list", {"backplane list [--json] [common flags]", "Every plugin on the search path, loaded if it can be.", {"--json"}, {}, false, list_command}},
       {"ops", {"backplane ops [--json] [common flags]", "The coverage table op x backend, and which plugin serves each op.", {"--json"}, {}, false, ops_command}},
       {"check",
-       {"backplane check [--ops a,b] [-v] [--json] [common flags]",
+       {"backplane check [BACKEND...] [--ops a,b] [-v] [--json] [common flags]",
         "The conformance suite on each backend: one line per op; an op a backend lacks is 'not implemented on "
         "BACKEND'.\n  --ops a,b   only these ops\n  -v          every failure in full (dispatcher detail included)",
-        {"--json", "-v", "--ops"}, {"--ops"}, false, check_command}},
+        {"--json", "-v", "--ops"}, {"--ops"}, true, check_command}},
+      {"new-backend",
+       {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--dir DIR]",
+        "Write a plugin project for a new backend, built out of this tree against an installed Backplane:\n"
+        "CMakeLists.txt (find_package(Backplane)), one kernel stub per registry op (none registered, so every\n"
+        "op starts 'not implemented'), a README, a conformance test and a pyproject.toml for its own wheel.\n"
+        "  --dispatch-key KEY   CPU, CUDA, or PrivateUse1 (a new device: also a running device layer over an\n"
+        "                       emulated driver, from Backplane's npu device, renamed)\n"
+        "  --dir DIR            where to write it (default: ./NAME; must be empty or absent)",
+        {"--dispatch-key", "--dir"}, {"--dispatch-key", "--dir"}, true, new_backend_command}},
       {"run",
        {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] [common flags]",
         "Run an AOTInductor package from C++ with no Python, check it against the saved reference, report latency.\n"
@@ -214,6 +227,26 @@ const std::map<std::string, Command>& commands() {
         "  --repeat N              timed runs per case (default 20)\n"
         "  --allow-plugin-change   run although another plugin serves an op than at packaging",
         {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
+      {"bench",
+       {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..] [--repetitions N] [--json F] [--compare BASE.json] "
+        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [common flags]",
+        "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
+        "bandwidth, each row checked against its reference first (Google Benchmark; engine: backplane_bench).\n"
+        "  --ops a,b              these ops (default: all)\n"
+        "  --dtypes a,b           float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
+        "  --shapes a,b           the registry's bench presets by name (default: all)\n"
+        "  --repetitions N        repetitions of each row (default 5): median and spread\n"
+        "  --json FILE            Google Benchmark's JSON of the run\n"
+        "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
+        "                         significant regression beyond --threshold (default 5%)\n"
+        "  --compare-backends A,B backend B against A in this run, the same way\n"
+        "  --plot FILE.png        GB/s per op and backend with the copy_ roofline (matplotlib)\n"
+        "  (--compare, --compare-backends and --plot run `python -m backplane bench`)",
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--json", "--compare", "--compare-backends", "--threshold",
+         "--plot"},
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--json", "--compare", "--compare-backends", "--threshold",
+         "--plot"},
+        false, bench_command}},
   };
   return all;
 }
@@ -275,7 +308,8 @@ int main(int argc, char** argv) {
       print_help(command, std::cout);
       return kExitOk;
     }
-    const bool common_valued = arg == "--backends" || arg == "--plugin-dir" || arg == "--prefer";
+    const bool common_valued =
+        arg == "--backends" || arg == "--plugin-path" || arg == "--plugin-dir" || arg == "--prefer";
     const bool own = std::count(command.flags.begin(), command.flags.end(), arg) > 0;
     const bool own_valued = std::count(command.valued.begin(), command.valued.end(), arg) > 0;
     if ((common_valued || own_valued) && i + 1 >= argc) return usage_error(arg + " needs a value");
@@ -284,15 +318,16 @@ int main(int argc, char** argv) {
       options.backends = split(value);
       if (options.backends->empty())
         return usage_error("--backends '" + value + "' names no backend (use --backends none to load none)");
-    } else if (arg == "--plugin-dir") {
-      options.load.dir = argv[++i];
+    } else if (arg == "--plugin-path" || arg == "--plugin-dir") {
+      const std::string value = argv[++i];
+      options.load.dir = options.load.dir ? *options.load.dir + ":" + value : value;
     } else if (arg == "--prefer") {
       try {
         backplane::prefer_from_string(argv[++i]);
       } catch (const std::exception& e) {
         return usage_error(std::string("--prefer: ") + e.what());
       }
-    } else if (own && arg == "--json") {
+    } else if (own && arg == "--json" && !own_valued) {
       options.json = true;
     } else if (own && arg == "-v") {
       options.verbose = true;
@@ -310,6 +345,11 @@ int main(int argc, char** argv) {
     } else {
       return usage_error("unexpected argument '" + arg + "'");
     }
+  }
+  if (name == "check" && !options.rest.empty()) {  // `backplane check acme`: as --backends acme
+    if (options.backends) return usage_error("name backends either as arguments or with --backends, not both");
+    options.backends = options.rest;
+    options.rest.clear();
   }
   try {
     return command.run(options);

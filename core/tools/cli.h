@@ -29,5 +29,7 @@ std::vector<BackendRecord> load_selected(const Options& options);
 
 int check_command(const Options& options);
 int run_command(const Options& options);
+int new_backend_command(const Options& options);
+int bench_command(const Options& options);
 
 }  // namespace backplane::cli

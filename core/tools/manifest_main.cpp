@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
   for (const char* required : {"--plugin", "--name", "--key", "--version", "--out"}) {
     if (!args.count(required)) {
-      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F (missing " << required
+      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] (missing " << required
                 << ")\n";
       return 2;
     }
@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   manifest.dispatch_key = c10::toString(key);
   manifest.torch_version = backplane::torch_major_minor();
   manifest.cxx11_abi = backplane::cxx11_abi();
+  if (args.count("--python-module")) {
+    manifest.python_module = args["--python-module"];
+    if (args.count("--python-path")) manifest.python_path = args["--python-path"];
+  }
   std::vector<std::string> missing;
   for (const auto& op : backplane::registry().ops()) {
     auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName("backplane::" + op.name, ""));

@@ -16,11 +16,14 @@ import warnings
 from dataclasses import dataclass
 
 from ._native import BackendError, BackendNameError, core, lib_dir
+from backplane_plugins import add_entry_point_plugins
+
+from .plugin_python import plugin_module
 from .selection import Serving, preferences, prefer, serving
 
 __all__ = [
     "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "backends", "check",
-    "classes", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
+    "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
 ]
 
 
@@ -33,6 +36,8 @@ class Backend:
     version: str
     dispatch_key: str
     ops: tuple[str, ...]
+    python_module: str = ""  # the plugin's Python side, imported when it loads (from its manifest)
+    python_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,9 @@ def _backend(record: dict) -> Backend:
 def load(*names: str, path: str | None = None) -> list[Backend]:
     """Loads backends by name ("cpu", "cuda", "npu"; "cpu,cuda" also works).
 
-    `path` is searched before BACKPLANE_PLUGIN_PATH and the build directory. Loading
+    Searched: the installed plugins (beside libbackplane_core.so), then `path` (a colon
+    list), then BACKPLANE_PLUGIN_PATH and the plugin packages installed through the
+    `backplane.plugins` entry-point group. Loading
     is idempotent. Raises BackendError naming what was searched and why it failed;
     BackendNameError (also a ValueError) for a name that is not a plain identifier.
     """
@@ -82,11 +89,12 @@ def load(*names: str, path: str | None = None) -> list[Backend]:
 
 
 def _install_python_side(b: Backend) -> None:
-    # A device plugin may come with a Python module (torch.npu for the npu plugin).
-    if b.name == "npu" and b.status == "loaded":
-        from . import npu
-
-        npu._register(b.path)
+    # A plugin may come with a Python side (a device module such as torch.npu, fake
+    # registrations, helpers), named by its manifest: imported now, and its on_load called.
+    if b.status == "loaded" and b.python_module:
+        module = plugin_module(b)
+        if hasattr(module, "on_load"):
+            module.on_load(b.path)
 
 
 def _autoload() -> None:
@@ -136,15 +144,32 @@ def check(backend: str, ops: str | list[str] = ()) -> list[CheckResult]:
     return [CheckResult(**r) for r in core().check(backend, ",".join(n for n in names if n))]
 
 
+def _cmake_prefix_path() -> str | None:
+    # The installed package is a CMake prefix: lib/cmake/Backplane/BackplaneConfig.cmake.
+    prefix = lib_dir().parent
+    return str(prefix) if (prefix / "lib" / "cmake" / "Backplane" / "BackplaneConfig.cmake").is_file() else None
+
+
 def info() -> dict:
     """Core version, the torch it was built for, plugin ABI and the plugin search path."""
     return core().info()
 
 
+add_entry_point_plugins()  # plugins installed as their own Python packages
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
 from . import classes  # noqa: E402
 from .package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 
 classes.register_fake_classes()  # generated from the registry, like the Meta kernels
+# For C++ projects: cmake -DCMAKE_PREFIX_PATH=$(python -c "import backplane; print(backplane.cmake_prefix_path)")
+# finds Backplane (find_package(Backplane)) in an installed wheel; None in a source checkout.
+cmake_prefix_path = _cmake_prefix_path()
 if os.environ.get("BACKPLANE_BACKENDS"):
     load(os.environ["BACKPLANE_BACKENDS"])
+_initialized = True
+# torch's autoload entry point ran while this package was importing (`import backplane`
+# before `import torch`) and left the loading to us.
+import backplane_autoload  # noqa: E402  (beside the package: installed with it)
+
+if backplane_autoload.take_deferred():
+    _autoload()

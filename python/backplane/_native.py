@@ -74,12 +74,20 @@ def _check_torch_matches(directory: Path) -> None:
     info_path = directory / "backplane_build.json"
     if not info_path.is_file():
         return
-    built = json.loads(info_path.read_text())["torch_version"]
+    build = json.loads(info_path.read_text())
+    built = build["torch_version"]
+    fix = ("rebuild Backplane with this torch (make build TORCH_PYTHON=..., or "
+           "pip install --no-build-isolation . with this Python)")
     if _major_minor(built) != _major_minor(torch.__version__):
         raise BackendError(
-            f"{directory / CORE_LIBRARY} was built against torch {_major_minor(built)}, "
-            f"this Python runs torch {_major_minor(torch.__version__)}; rebuild Backplane with this torch "
-            "(make build TORCH_PYTHON=...)"
+            f"{directory / CORE_LIBRARY} was built against torch {built}, "
+            f"this Python runs torch {torch.__version__}; {fix}"
+        )
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    if "cxx11_abi" in build and int(build["cxx11_abi"]) != abi:
+        raise BackendError(
+            f"{directory / CORE_LIBRARY} was built with _GLIBCXX_USE_CXX11_ABI={int(build['cxx11_abi'])}, "
+            f"this torch uses {abi}; {fix}"
         )
 
 

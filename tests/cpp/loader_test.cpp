@@ -182,12 +182,14 @@ TEST(Loader, RefusesNamesThatAreNotIdentifiers) {
 
 TEST(Loader, SearchPathOrder) {
   setenv("BACKPLANE_PLUGIN_PATH", "/first:/second::", 1);
-  const auto dirs = plugin_search_path(in("/explicit"));
-  ASSERT_EQ(dirs.size(), 4u);
-  EXPECT_EQ(dirs[0], "/explicit");
-  EXPECT_EQ(dirs[1], "/first");
-  EXPECT_EQ(dirs[2], "/second");
-  EXPECT_EQ(fs::canonical(dirs[3]), fs::canonical(kPlugins));
+  const auto dirs = plugin_search_path(in("/explicit:/more"));
+  ASSERT_EQ(dirs.size(), 5u);
+  // Installed plugins first: an added directory can add a backend, never replace one.
+  EXPECT_EQ(fs::canonical(dirs[0]), fs::canonical(kPlugins));
+  EXPECT_EQ(dirs[1], "/explicit");
+  EXPECT_EQ(dirs[2], "/more");
+  EXPECT_EQ(dirs[3], "/first");
+  EXPECT_EQ(dirs[4], "/second");
   unsetenv("BACKPLANE_PLUGIN_PATH");
 }
 
@@ -197,6 +199,24 @@ TEST(Loader, PluginPathFromEnvironment) {
   setenv("BACKPLANE_PLUGIN_PATH", dir.path().c_str(), 1);
   EXPECT_EQ(load("envcpu").status, BackendStatus::Loaded);
   unsetenv("BACKPLANE_PLUGIN_PATH");
+}
+
+TEST(Loader, AnAddedDirectoryNeverReplacesAnInstalledPlugin) {
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "cpu");  // a second libbackplane_cpu.so
+  EXPECT_EQ(fs::canonical(load("cpu", in(dir.path())).path), fs::canonical(std::string(kPlugins) + "/libbackplane_cpu.so"));
+}
+
+TEST(Loader, ASecondPrivateUse1DeviceIsRefusedBeforeOpening) {
+  // PyTorch has one PrivateUse1 device per process; a second plugin would override the
+  // first one's aten kernels and abort on its fallback registration.
+  EXPECT_EQ(load("npu").status, BackendStatus::Loaded);
+  TempDir dir;
+  dir.add_plugin(kPlugins, "npu", "otherdev");
+  const std::string err = load_error("otherdev", in(dir.path()));
+  expect_contains(err, "backend 'otherdev' rejected (");
+  expect_contains(err, "PrivateUse1 already belongs to backend 'npu' (");
+  expect_contains(err, "load only one of 'npu' and 'otherdev'");
 }
 
 TEST(Loader, PluginWithoutManifestIsRejectedUnopened) {
@@ -341,10 +361,11 @@ TEST(Selection, BadPreferencesNameWhatIsWrong) {
 }
 
 TEST(Loader, SecondCopyFromAnotherPathIsRefused) {
-  load("cpu");
-  TempDir dir;
-  dir.add_plugin(kPlugins, "cpu", "cpu");
-  expect_contains(load_error("cpu", in(dir.path())), "backend 'cpu' is already loaded from ");
+  TempDir first, second;
+  first.add_plugin(kPlugins, "cpu", "twin");
+  second.add_plugin(kPlugins, "cpu", "twin");
+  EXPECT_EQ(load("twin", in(first.path())).status, BackendStatus::Loaded);
+  expect_contains(load_error("twin", in(second.path() + ":" + first.path())), "backend 'twin' is already loaded from ");
 }
 
 TEST(Loader, DiscoveryRecordsBrokenPluginsAndLoadsTheRest) {

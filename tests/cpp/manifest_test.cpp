@@ -120,7 +120,27 @@ TEST(Manifest, UnknownKeyIsRefused) {
   const std::string path = write_temp(cpu_manifest_plus("dispatch_keys: [CPU]\n"));
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
                                       ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
-                                      "cxx11_abi, dispatch_key, name, ops, registration, torch_version, version");
+                                      "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, torch_version, version");
+  std::remove(path.c_str());
+}
+
+TEST(Manifest, PythonSideIsOptionalAndStaysInsideThePluginDirectory) {
+  std::string path = write_temp(cpu_manifest_plus("python_module: backplane_acme\npython_path: python\n"));
+  Manifest m = read_manifest(path);
+  EXPECT_EQ(m.python_module, "backplane_acme");
+  EXPECT_EQ(m.python_path, "python");
+  EXPECT_EQ(read_manifest(path).python_module, read_manifest(write_temp(manifest_to_yaml(m))).python_module);
+  std::remove(path.c_str());
+  path = write_temp(cpu_manifest_plus("python_module: backplane_acme\n"));
+  EXPECT_EQ(read_manifest(path).python_path, "") << "no path: imported by name";
+  std::remove(path.c_str());
+  path = write_temp(cpu_manifest_plus("python_module: m\npython_path: ../../etc\n"));
+  EXPECT_EQ(manifest_error(path), "bad manifest " + path +
+                                      ":11:14: key 'python_path' should be a directory relative to the manifest, "
+                                      "without '..'; found '../../etc'");
+  std::remove(path.c_str());
+  path = write_temp(cpu_manifest_plus("python_path: python\n"));
+  EXPECT_EQ(manifest_error(path), "bad manifest " + path + ":10:14: key 'python_path' needs 'python_module'");
   std::remove(path.c_str());
 }
 

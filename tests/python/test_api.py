@@ -42,10 +42,10 @@ def test_paths_are_refused(name):
         backplane.load(name)
 
 
-def test_explicit_directory_is_searched_first(tmp_path):
+def test_explicit_directory_is_searched_after_the_installed_plugins(tmp_path):
     with pytest.raises(backplane.BackendError) as err:
         backplane.load("nothere", path=str(tmp_path))
-    assert f"in [{tmp_path}, " in str(err.value)
+    assert f"in [{backplane.lib_dir()}, {tmp_path}" in str(err.value)
 
 
 def test_ops_is_the_coverage_matrix():
@@ -105,7 +105,18 @@ def test_torch_version_mismatch_is_named(tmp_path):
     (tmp_path / "backplane_build.json").write_text('{"version": "0.1.0", "torch_version": "2.0.1"}')
     done = _python("import backplane", BACKPLANE_LIB_DIR=str(tmp_path))
     assert done.returncode != 0
-    assert "was built against torch 2.0, this Python runs torch" in done.stderr
+    assert f"was built against torch 2.0.1, this Python runs torch {torch.__version__}" in done.stderr
+
+
+def test_cxx_abi_mismatch_is_named(tmp_path):
+    lib = backplane.lib_dir()
+    (tmp_path / "libbackplane_core.so").symlink_to(lib / "libbackplane_core.so")
+    other = 1 - int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    (tmp_path / "backplane_build.json").write_text(
+        f'{{"version": "0.1.0", "torch_version": "{torch.__version__.split("+")[0]}", "cxx11_abi": {other}}}')
+    done = _python("import backplane", BACKPLANE_LIB_DIR=str(tmp_path))
+    assert done.returncode != 0
+    assert f"was built with _GLIBCXX_USE_CXX11_ABI={other}, this torch uses {1 - other}" in done.stderr
 
 
 def test_module_cli_lists_backends():

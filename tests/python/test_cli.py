@@ -31,7 +31,7 @@ def test_every_command_has_help(command):
     r = cli(command, "--help")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"usage: backplane {command}")
-    assert "--plugin-dir DIR" in r.stdout and "--prefer SPEC" in r.stdout
+    assert "--plugin-path DIRS" in r.stdout and "--prefer SPEC" in r.stdout
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -42,11 +42,20 @@ def test_unknown_flag_is_a_usage_error(command):
     assert f"usage: backplane {command}" in r.stderr
 
 
-@pytest.mark.parametrize("command", ["list", "ops", "check"])
+@pytest.mark.parametrize("command", ["list", "ops"])
 def test_extra_argument_is_a_usage_error(command):
     r = cli(command, "surplus", "--backends", "cpu")
     assert r.returncode == 2
     assert "unexpected argument 'surplus'" in r.stderr
+
+
+def test_check_takes_backends_as_arguments_or_flag_not_both():
+    r = cli("check", "surplus", "--backends", "cpu")
+    assert r.returncode == 2
+    assert "name backends either as arguments or with --backends, not both" in r.stderr
+    r = cli("check", "cpu", "--ops", "mul")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].split()[:2] == ["cpu", "mul"]
 
 
 def test_unknown_command_and_missing_value():

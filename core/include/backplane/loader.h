@@ -29,6 +29,10 @@ struct BackendRecord {
   std::string version;
   std::string dispatch_key;
   std::vector<std::string> ops;  // ops with a kernel (loaded: as registered; otherwise: as the manifest says)
+  // The plugin's Python side, from its manifest (empty when it has none): the module to
+  // import and the directory to find it in.
+  std::string python_module;
+  std::string python_path;
 };
 
 // A backend that was named and could not be loaded. what() says what was tried and why.
@@ -38,7 +42,8 @@ class BACKPLANE_API BackendError : public std::runtime_error {
 };
 
 struct LoadOptions {
-  // Searched before BACKPLANE_PLUGIN_PATH and the default directory.
+  // More directories (a colon list), searched after the installed plugins and before
+  // BACKPLANE_PLUGIN_PATH.
   std::optional<std::string> dir;
 };
 
@@ -58,8 +63,9 @@ BACKPLANE_API std::vector<BackendRecord> load_discovered(const LoadOptions& opti
 // plugins found on the search path (available or rejected). Sorted by name.
 BACKPLANE_API std::vector<BackendRecord> backends(const LoadOptions& options = {});
 
-// The directories searched, in order: options.dir, BACKPLANE_PLUGIN_PATH (a colon
-// list), then the directory holding libbackplane_core.so.
+// The directories searched, in order: the directory holding libbackplane_core.so (the
+// installed plugins), options.dir, then BACKPLANE_PLUGIN_PATH (colon lists). The first
+// directory holding a name wins, so an added directory never replaces an installed plugin.
 BACKPLANE_API std::vector<std::string> plugin_search_path(const LoadOptions& options = {});
 
 // Whether name is a plain identifier ([A-Za-z_][A-Za-z0-9_]*) naming no reserved

@@ -24,6 +24,12 @@ struct BACKPLANE_API Manifest {
   // another plugin (the core chooses per op). "direct": plain m.impl; it is refused where
   // another plugin already serves one of its (op, key), since it would silently override.
   std::string registration = "core";
+  // The plugin's Python side (device module, helpers), optional: a package named
+  // python_module in python_path (relative to the manifest's directory; empty: importable
+  // by name, as a plugin wheel's own package is), imported by backplane.load() once the
+  // library is open.
+  std::string python_module;
+  std::string python_path;
 };
 
 // Throws std::runtime_error naming the file (and line:column) on a bad manifest.

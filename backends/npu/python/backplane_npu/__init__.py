@@ -1,5 +1,9 @@
 """torch.npu: the Python face of Backplane's npu plugin (a PrivateUse1 device).
 
+The plugin's manifest names this package (python_module: backplane_npu); the build copies
+it beside the library, and backplane.load() imports it and calls `on_load` once the
+library is open. Nothing in the backplane package names npu.
+
 Registered when the npu backend loads (`backplane.load("npu")`, BACKPLANE_BACKENDS, or
 the torch.backends entry point): `torch.npu`, `tensor.npu()`, `tensor.is_npu`,
 `module.npu()`. Streams and events are torch.Stream and torch.Event on the npu
@@ -29,8 +33,9 @@ __all__ = [
 _lib: ctypes.CDLL | None = None
 
 
-def _register(plugin_path: str) -> None:
-    """Binds the plugin's C interface and installs torch.npu (once per process)."""
+def on_load(plugin_path: str) -> None:
+    """Called by backplane.load() when the plugin has opened: binds its C interface and
+    installs torch.npu (once per process)."""
     global _lib
     if _lib is not None:
         return

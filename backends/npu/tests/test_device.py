@@ -1,0 +1,73 @@
+"""Device-level tests of the npu device, independent of any kernel: the device module,
+tensors to, from and between devices, views, streams, events, memory statistics and
+named errors. `backplane new-backend NAME --dispatch-key PrivateUse1` copies this file
+with the device renamed, so a fresh device passes it before its first kernel.
+Run: python -m pytest tests (the plugin on BACKPLANE_PLUGIN_PATH or installed)."""
+import pytest
+import torch
+
+import backplane
+
+backplane.load("npu")
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8, torch.bool]
+
+
+def _same(got, expected):
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0, equal_nan=True)
+
+
+def test_device_module_and_tensor_methods():
+    assert torch._C._get_privateuse1_backend_name() == "npu"
+    assert torch.npu.is_available() and torch.npu.device_count() >= 1
+    x = torch.ones(3).npu()
+    assert x.is_npu and x.device == torch.device("npu", 0)
+    assert torch.nn.Linear(2, 2).npu().weight.device.type == "npu"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_round_trip_and_views(dtype):
+    host = (torch.arange(30) % 7).to(dtype).view(5, 6)
+    on = host.to("npu")
+    _same(on, host)
+    _same(on.t(), host.t())
+    _same(on[1:, ::2], host[1:, ::2])  # an offset, strided view
+    _same(host.t().to("npu"), host.t())  # a non-contiguous source
+
+
+def test_between_devices():
+    if torch.npu.device_count() < 2:
+        pytest.skip("one npu device")
+    host = torch.arange(12.0).view(3, 4)
+    on1 = host.to("npu:0").to("npu:1")
+    assert on1.device == torch.device("npu:1")
+    _same(on1, host)
+
+
+def test_streams_and_events():
+    s = torch.npu.Stream()
+    start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+    with torch.npu.stream(s):
+        start.record()
+        x = torch.ones(1000, device="npu").fill_(3.0)
+        end.record()
+    end.synchronize()
+    assert start.query() and end.query() and start.elapsed_time(end) >= 0
+    torch.npu.current_stream().wait_stream(s)
+    _same(x, torch.full((1000,), 3.0))
+    torch.npu.synchronize()
+
+
+def test_memory_is_returned():
+    torch.npu.synchronize()
+    before = torch.npu.memory_allocated(0)
+    t = torch.empty(1000, device="npu")
+    assert torch.npu.memory_allocated(0) == before + 4000
+    del t
+    assert torch.npu.memory_allocated(0) == before
+
+
+def test_errors_name_the_device():
+    with pytest.raises(RuntimeError, match="npu"):
+        torch.empty(2, device=f"npu:{torch.npu.device_count() + 5}")
+    with pytest.raises((RuntimeError, torch.OutOfMemoryError), match="npu"):
+        torch.empty(1 << 50, device="npu")

@@ -1,0 +1,40 @@
+# `cmake --install BUILD --prefix P` (and the wheel, whose prefix is the backplane Python
+# package): headers, libbackplane_core, the `backplane` command and build tools, the
+# plugins with their manifests (backplane_add_plugin), and a relocatable
+# BackplaneConfig.cmake exporting Backplane::core, Backplane::manifest and
+# backplane_add_plugin().
+include(CMakePackageConfigHelpers)
+
+# In a wheel, the modules of the entry points (torch.backends autoload, the console
+# script) sit beside the package: they must work where importing it fails.
+if(SKBUILD)
+  install(FILES python/backplane_autoload.py python/backplane_plugins.py DESTINATION ${SKBUILD_PLATLIB_DIR})
+endif()
+
+set(_bp_cmake_dest lib/cmake/Backplane)
+install(TARGETS backplane_core EXPORT BackplaneTargets LIBRARY DESTINATION lib)
+install(TARGETS backplane backplane_manifest backplane_registry_check EXPORT BackplaneTargets RUNTIME DESTINATION bin)
+install(DIRECTORY core/include/backplane DESTINATION include)
+# `backplane new-backend --dispatch-key PrivateUse1` copies the npu device layer, renamed.
+install(DIRECTORY backends/npu/ DESTINATION share/backplane/templates/PrivateUse1
+        PATTERN kernels EXCLUDE PATTERN CMakeLists.txt EXCLUDE PATTERN README.md EXCLUDE PATTERN __pycache__ EXCLUDE)
+install(FILES ${PROJECT_BINARY_DIR}/lib/backplane_build.json DESTINATION lib)
+install(EXPORT BackplaneTargets NAMESPACE Backplane:: DESTINATION ${_bp_cmake_dest})
+# The exported targets name the build tool by the name CMake files use.
+set_target_properties(backplane_manifest PROPERTIES EXPORT_NAME manifest)
+set_target_properties(backplane_core PROPERTIES EXPORT_NAME core)
+set_target_properties(backplane_registry_check PROPERTIES EXPORT_NAME registry_check)
+set_target_properties(backplane PROPERTIES EXPORT_NAME cli)
+
+if(IS_ABSOLUTE "${BACKPLANE_PYTHON}")
+  set(BACKPLANE_PYTHON_ABSOLUTE "${BACKPLANE_PYTHON}")
+else()
+  find_program(BACKPLANE_PYTHON_ABSOLUTE "${BACKPLANE_PYTHON}")
+endif()
+configure_package_config_file(cmake/BackplaneConfig.cmake.in ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake
+                              INSTALL_DESTINATION ${_bp_cmake_dest})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake ${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
+              cmake/TorchFromPython.cmake cmake/BackplanePlugin.cmake cmake/CheckDynamicLibstdcxx.cmake
+        DESTINATION ${_bp_cmake_dest})

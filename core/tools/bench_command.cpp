@@ -1,0 +1,92 @@
+// `backplane bench`: the benchmark engine (backplane_bench, Google Benchmark, beside this
+// command) with the selection flags translated; comparisons and plots are done by the
+// Python side (`python -m backplane bench`, backplane/bench.py), which this command runs
+// for --compare, --compare-backends and --plot.
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace backplane::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path own_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path(".") : exe.parent_path();
+}
+
+int exec(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::cerr << "backplane bench: cannot run " << args[0] << ": " << std::strerror(errno) << "\n";
+  return kExitFailed;
+}
+
+}  // namespace
+
+int bench_command(const Options& options) {
+  std::string backends;
+  if (options.backends)
+    for (const auto& b : *options.backends) backends += (backends.empty() ? "" : ",") + b;
+  std::string ops;  // validated against the registry by the command line parser
+  for (const auto& op : options.ops) ops += (ops.empty() ? "" : ",") + op;
+  bool python_side = false;
+  for (const auto& arg : options.rest)
+    if (arg == "--compare" || arg == "--compare-backends" || arg == "--plot") python_side = true;
+
+  if (python_side) {
+    // The Python side runs the engine too. In a source checkout, its package is python/.
+    const fs::path checkout_python = own_dir() / ".." / ".." / "python";
+    if (fs::is_directory(checkout_python / "backplane")) {
+      const char* old = std::getenv("PYTHONPATH");
+      const std::string path = fs::canonical(checkout_python).string() + (old && *old ? ":" + std::string(old) : "");
+      setenv("PYTHONPATH", path.c_str(), 1);
+    }
+    const char* python = std::getenv("BACKPLANE_PYTHON");
+    std::vector<std::string> args = {python && *python ? python : "python3", "-m", "backplane", "bench"};
+    if (!backends.empty()) args.insert(args.end(), {"--backends", backends});
+    if (!ops.empty()) args.insert(args.end(), {"--ops", ops});
+    args.insert(args.end(), options.rest.begin(), options.rest.end());
+    return exec(args);
+  }
+
+  const fs::path engine = own_dir() / "backplane_bench";
+  if (!fs::exists(engine)) {
+    std::cerr << "backplane bench: " << engine.string()
+              << " not found: the benchmark engine is built with BACKPLANE_BUILD_BENCH=ON (Google Benchmark; "
+                 "`make build` does it)\n";
+    return kExitFailed;
+  }
+  std::vector<std::string> args = {engine.string()};
+  if (!backends.empty()) args.push_back("--backends=" + backends);
+  if (!ops.empty()) args.push_back("--ops=" + ops);
+  std::string repetitions = "5";
+  for (size_t i = 0; i + 1 < options.rest.size(); i += 2) {
+    const std::string& flag = options.rest[i];
+    const std::string& value = options.rest[i + 1];
+    if (flag == "--json") {
+      args.push_back("--benchmark_out=" + value);
+      args.push_back("--benchmark_out_format=json");
+    } else if (flag == "--repetitions") {
+      repetitions = value;
+    } else {  // --ops, --dtypes, --shapes: the engine's own flags
+      args.push_back(flag + "=" + value);
+    }
+  }
+  args.push_back("--benchmark_repetitions=" + repetitions);
+  return exec(args);
+}
+
+}  // namespace backplane::cli

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The plugin SDK as a vendor outside this repository uses it, in a temporary directory:
+#   1. install Backplane to a prefix (cmake --install);
+#   2. `backplane new-backend acme --dispatch-key CPU`, built out of tree against the prefix;
+#      `backplane check acme` lists every op as not implemented, one line each;
+#   3. fill one op (mul), rebuild: it passes conformance and opcheck, loaded by name beside cpu;
+#   3b. the same for a PrivateUse1 device, `nova`: a running device from the start (its
+#      device-level tests pass before any kernel), then one kernel;
+#   4. build the wheel (pip wheel at the repository root) and install it in a fresh venv:
+#      with no environment variables and no source tree, `backplane.load('cpu')`, the
+#      `backplane` command and find_package(Backplane) through backplane.cmake_prefix_path work;
+#   5. the scaffold's own wheel: once installed, backplane.load('acme') and `backplane list`
+#      find it by name, with no path given;
+#   6. under another torch (the 2.13.0 CPU wheel on disk) importing the wheel is refused,
+#      naming both versions.
+# Usage: scripts/sdk_journey.sh [BUILD]   (a configured and built tree; make test makes one)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+PY=$(cat "$BUILD/.python")
+CXX_CHOSEN=$(cat "$BUILD/.cxx")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/backplane-journey.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"  # nothing below may depend on the source tree being the working directory
+unset BACKPLANE_LIB_DIR BACKPLANE_PLUGIN_PATH BACKPLANE_BACKENDS BACKPLANE_PREFER PYTHONPATH
+step() { echo; echo "== $*"; }
+fail() { echo "sdk journey: FAILED: $*" >&2; exit 1; }
+n_ops=$("$BUILD/bin/backplane" ops --json --backends none | "$PY" -c "import json,sys; print(len(json.load(sys.stdin)['ops']))")
+
+step "1. install to a prefix"
+cmake --install "$BUILD" --prefix "$WORK/prefix" >/dev/null
+PREFIX_CLI="$WORK/prefix/bin/backplane"
+
+step "2. scaffold a CPU backend and build it out of tree"
+t0=$(date +%s)
+"$PREFIX_CLI" new-backend acme --dispatch-key CPU --dir "$WORK/acme"
+cmake -S "$WORK/acme" -B "$WORK/acme/build" -DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" \
+  -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" >/dev/null
+cmake --build "$WORK/acme/build" --parallel >/dev/null
+out=$("$PREFIX_CLI" check acme --plugin-path "$WORK/acme/build/lib")
+echo "$out"
+[ "$(grep -c "not implemented on acme" <<<"$out")" = "$n_ops" ] || fail "expected $n_ops ops 'not implemented on acme'"
+
+step "3. fill one op (mul) and check it"
+sed -i -e 's|  TORCH_CHECK_NOT_IMPLEMENTED(false, .*|  at::mul_out(out, a, b);|' \
+       -e 's|^// BACKPLANE_KERNEL(CPU, mul, acme::mul)|BACKPLANE_KERNEL(CPU, mul, acme::mul)|' \
+       -e 's|#include <backplane/kernel.h>|#include <backplane/kernel.h>\n#include <ATen/ops/mul.h>|' "$WORK/acme/kernels/mul.cpp"
+cmake --build "$WORK/acme/build" --parallel >/dev/null
+"$PREFIX_CLI" check acme --plugin-path "$WORK/acme/build/lib" --ops mul
+t1=$(date +%s)
+echo "new-backend to a loaded backend passing one op: $((t1 - t0)) s"
+(cd "$WORK/acme/build" && ctest --output-on-failure >/dev/null) || fail "the scaffold's ctest"
+"$PREFIX_CLI" list --plugin-path "$WORK/acme/build/lib" --backends cpu,acme | grep -E "^(acme|cpu) +loaded" \
+  || fail "acme and cpu not both loaded"
+BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" \
+  "$PY" -m pytest -q -p no:cacheprovider "$WORK/acme/tests" -W "ignore::UserWarning"
+
+step "3b. scaffold a PrivateUse1 device, build it, fill one op"
+t0=$(date +%s)
+"$PREFIX_CLI" new-backend nova --dispatch-key PrivateUse1 --dir "$WORK/nova"
+echo "fresh PrivateUse1 scaffold: $(find "$WORK/nova" -type f | wc -l) files, $(cat $(find "$WORK/nova" -type f) | wc -l) lines"
+cmake -S "$WORK/nova" -B "$WORK/nova/build" -DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" \
+  -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" >/dev/null
+cmake --build "$WORK/nova/build" --parallel >/dev/null
+out=$("$PREFIX_CLI" check nova --plugin-path "$WORK/nova/build/lib")
+[ "$(grep -c "not implemented on nova" <<<"$out")" = "$n_ops" ] || fail "expected $n_ops ops 'not implemented on nova': $out"
+sed -i -e 's|  TORCH_CHECK_NOT_IMPLEMENTED(false, .*|  launch(out.device().index(), "backplane::mul", [=] { at::Tensor h = host_view(out); at::mul_out(h, host_view(a), host_view(b)); });|' \
+       -e 's|^// BACKPLANE_KERNEL(PrivateUse1, mul, backplane::nova::mul)|BACKPLANE_KERNEL(PrivateUse1, mul, backplane::nova::mul)|' \
+       -e 's|#include <backplane/kernel.h>|#include <backplane/kernel.h>\n#include <ATen/ops/mul.h>\n#include "../launch.h"|' "$WORK/nova/kernels/mul.cpp"
+cmake --build "$WORK/nova/build" --parallel >/dev/null
+"$PREFIX_CLI" check nova --plugin-path "$WORK/nova/build/lib" --ops mul
+t1=$(date +%s)
+echo "new-backend (PrivateUse1) to a loaded device passing one op: $((t1 - t0)) s"
+BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/nova/build/lib" PYTHONPATH="$ROOT/python" \
+  "$PY" -m pytest -q -p no:cacheprovider "$WORK/nova/tests" -W "ignore::UserWarning"
+"$PREFIX_CLI" list --plugin-path "$WORK/acme/build/lib:$WORK/nova/build/lib" --backends cpu,acme,nova \
+  | grep -cE "^(cpu|acme|nova) +loaded" | grep -qx 3 || fail "cpu, acme and nova not all loaded in one process"
+
+step "4. the wheel, in a fresh venv with only torch and the wheel"
+# Built in the existing build directory with its options, so nothing is compiled twice (a
+# user's plain `pip install --no-build-isolation .` builds in build/wheel from scratch).
+cuda=$(sed -n 's/^BACKPLANE_CUDA:STRING=//p' "$BUILD/CMakeCache.txt")
+"$PY" -m pip wheel -q --no-build-isolation --no-deps "$ROOT" -w "$WORK/wheels" -C build-dir="$BUILD" \
+  -C cmake.define.BACKPLANE_BUILD_TESTS=ON -C cmake.define.BACKPLANE_BUILD_BENCH=ON -C cmake.define.BACKPLANE_CUDA="$cuda"
+cmake -U 'SKBUILD*' "$BUILD" >/dev/null  # the build directory is a plain one again
+wheel=$(ls "$WORK"/wheels/backplane-*.whl)
+"$PY" -m venv "$WORK/venv"
+VPY="$WORK/venv/bin/python"
+# torch from the build's environment, seen through a .pth file (no second multi-GB install)
+torch_site=$("$PY" -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+echo "$torch_site" > "$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch_site.pth"
+"$VPY" -m pip install -q --no-deps "$wheel"
+"$VPY" -c "import backplane; print(backplane.load('cpu')[0]); print('cmake prefix', backplane.cmake_prefix_path)" \
+  2>"$WORK/import.err" || { cat "$WORK/import.err"; fail "import backplane from the wheel"; }
+! grep -q "autoload failed" "$WORK/import.err" || fail "autoload: $(cat "$WORK/import.err")"
+"$VPY" -c "import torch; assert hasattr(torch, 'npu'), 'import torch did not autoload the npu plugin'"
+"$WORK/venv/bin/backplane" list | grep -E "^cpu +loaded" || fail "backplane list from the wheel"
+prefix=$("$VPY" -c "import backplane; print(backplane.cmake_prefix_path)")
+cmake -S "$WORK/acme" -B "$WORK/acme/build-wheel" -DCMAKE_PREFIX_PATH="$prefix" -DBACKPLANE_PYTHON="$VPY" \
+  -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" >/dev/null
+cmake --build "$WORK/acme/build-wheel" --parallel >/dev/null
+"$WORK/venv/bin/backplane" check acme --plugin-path "$WORK/acme/build-wheel/lib" --ops mul
+
+step "5. the scaffold's own wheel: found by name once installed"
+"$VPY" -m pip install -q scikit-build-core
+CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$VPY -DCMAKE_CXX_COMPILER=$CXX_CHOSEN" \
+  "$VPY" -m pip install -q --no-build-isolation --no-deps "$WORK/acme"
+"$VPY" -c "import backplane; b = backplane.load('acme')[0]; assert b.status == 'loaded' and 'mul' in b.ops, b; print(b)"
+"$WORK/venv/bin/backplane" list | grep -E "^acme +loaded" || fail "backplane list does not find the installed acme wheel"
+
+step "6. another torch is refused at import, naming both"
+"$PY" -m venv "$WORK/venv213"
+"$WORK/venv213/bin/pip" install -q torch==2.13.0 --find-links /opt/wheels 2>&1 | grep -v "is ignored" || true
+if "$WORK/venv213/bin/python" -c "import torch; assert torch.__version__.startswith('2.13')" 2>/dev/null; then
+  "$WORK/venv213/bin/pip" install -q --no-deps "$wheel"
+  built=$("$PY" -c "import torch; print(torch.__version__.split('+')[0])")
+  if msg=$("$WORK/venv213/bin/python" -c "import backplane" 2>&1); then fail "torch 2.13 accepted a wheel built for $built"; fi
+  grep -q "built against torch $built, this Python runs torch 2.13.0" <<<"$msg" || fail "unexpected message: $msg"
+  echo "refused: $(tail -1 <<<"$msg")"
+else
+  echo "SKIPPED step 6: torch 2.13.0 is not installable here (no /opt/wheels)"
+fi
+echo; echo "sdk journey: passed"
