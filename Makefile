@@ -27,9 +27,10 @@ test: build
 demo: build
 	scripts/demo.sh $(BUILD)
 
+# Every op on the default backends (BACKPLANE_BACKENDS, else cpu): table, JSON and plot.
 bench: build
-	$(BUILD)/bin/backplane_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json
-	$$(cat $(BUILD)/.python) bench/report.py $(BUILD)/bench.json
+	BACKPLANE_PYTHON=$$(cat $(BUILD)/.python) $(BUILD)/bin/backplane bench --repetitions 3 \
+	  --json $(BUILD)/bench.json --plot $(BUILD)/bench.png
 
 clean:
 	rm -rf $(BUILD)

@@ -12,14 +12,6 @@
 namespace backplane::bench {
 namespace {
 
-std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> names;
-  std::stringstream in(list);
-  for (std::string name; std::getline(in, name, ',');)
-    if (!name.empty()) names.push_back(name);
-  return names;
-}
-
 // The same mapping as the conformance suite's device_for_key (tests/conformance), kept
 // here so the benchmark depends on nothing under tests/.
 std::optional<c10::Device> device_for_key(const std::string& dispatch_key, std::string* why_not) {
@@ -37,29 +29,6 @@ std::optional<c10::Device> device_for_key(const std::string& dispatch_key, std::
 }
 
 }  // namespace
-
-std::vector<std::string> take_backend_names(int* argc, char** argv) {
-  std::optional<std::string> list;
-  int kept = 1;
-  for (int i = 1; i < *argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--backends=", 0) == 0) {
-      list = arg.substr(std::string("--backends=").size());
-    } else if (arg == "--backends") {
-      if (i + 1 >= *argc) throw std::invalid_argument("--backends needs a value, e.g. --backends=cpu,cuda");
-      list = argv[++i];
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  *argc = kept;
-  argv[kept] = nullptr;
-  if (!list) {
-    const char* env = std::getenv("BACKPLANE_BACKENDS");
-    list = (env && *env) ? env : "cpu";
-  }
-  return split_names(*list);
-}
 
 BackendSelection select_backends(const std::vector<std::string>& names) {
   BackendSelection selection;

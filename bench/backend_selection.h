@@ -34,7 +34,6 @@ struct BackendSelection {
 // Removes the --backends flag from argv (so benchmark::Initialize never sees it) and
 // returns the names it gives, or the default. Throws std::invalid_argument on
 // `--backends` without a value.
-std::vector<std::string> take_backend_names(int* argc, char** argv);
 
 BackendSelection select_backends(const std::vector<std::string>& names);
 

@@ -1,11 +1,14 @@
-// backplane_bench: every registry op on every selected backend, beside PyTorch.
-//   backplane_bench [--backends=cpu,cuda] [Google Benchmark flags]
-// Backends: --backends, else BACKPLANE_BACKENDS, else "cpu". For a table:
-//   backplane_bench --benchmark_out=bench.json --benchmark_out_format=json
-//   python3 bench/report.py bench.json [--plot bench.png]
+// backplane_bench: every registry op on every selected backend, beside PyTorch's own op
+// and the device's copy_ bandwidth. The engine of `backplane bench`.
+//   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [Google Benchmark flags]
+// Prints Google Benchmark's lines, then a table (table_reporter.h); with
+// --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench --compare`
+// and bench/report.py read.
 #include "backend_selection.h"
+#include "bench_options.h"
 #include "call_overhead.h"
 #include "op_workloads.h"
+#include "table_reporter.h"
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -17,9 +20,13 @@
 namespace {
 
 void print_help() {
-  std::cout << "backplane_bench [--backends=NAME,...] [benchmark flags]\n"
+  std::cout << "backplane_bench [--backends=NAME,...] [--ops=..] [--dtypes=..] [--shapes=..] [benchmark flags]\n"
                "  --backends=cpu,cuda  backends to load by name (default: BACKPLANE_BACKENDS, else cpu);\n"
                "                       one that cannot load or has no device here is skipped, with its reason\n"
+               "  --ops=add,rms_norm   these registry ops (default: all)\n"
+               "  --dtypes=float32,... float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
+               "  --shapes=NAME,...    the registry's bench presets by name (default: all)\n"
+               "  every backplane row is checked against its reference before it is timed\n"
                "  rows are <op>/<backend>/<impl>/<size>; bytes_per_second counts each input read once and\n"
                "  each output written once; copy_ rows are the device's copy bandwidth\n\n";
   benchmark::PrintDefaultHelp();
@@ -39,9 +46,9 @@ void add_context(const backplane::bench::BackendSelection& selection) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
+  backplane::bench::BenchOptions options;
   try {
-    names = backplane::bench::take_backend_names(&argc, argv);
+    options = backplane::bench::take_bench_options(&argc, argv);
   } catch (const std::invalid_argument& e) {
     std::cerr << "backplane_bench: " << e.what() << "\n";
     return 2;
@@ -49,7 +56,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv, print_help);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
-  const auto selection = backplane::bench::select_backends(names);
+  const auto selection = backplane::bench::select_backends(options.backends);
   for (const auto& s : selection.skipped)
     std::cerr << "backplane_bench: skipping backend '" << s.name << "': " << s.reason << "\n";
   if (selection.selected.empty()) {
@@ -58,10 +65,11 @@ int main(int argc, char** argv) {
   }
   add_context(selection);
   for (const auto& backend : selection.selected) {
-    backplane::bench::register_op_benchmarks(backend);
-    backplane::bench::register_call_overhead(backend);
+    backplane::bench::register_op_benchmarks(backend, options);
+    if (options.ops.empty()) backplane::bench::register_call_overhead(backend);
   }
-  benchmark::RunSpecifiedBenchmarks();
+  backplane::bench::TableReporter table;
+  benchmark::RunSpecifiedBenchmarks(&table);
   benchmark::Shutdown();
   return 0;
 }

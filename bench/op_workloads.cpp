@@ -1,5 +1,6 @@
 #include "op_workloads.h"
 
+#include "result_check.h"
 #include "workload_timing.h"
 
 #include <backplane/conformance_inputs.h>
@@ -58,6 +59,8 @@ int64_t traffic_bytes(const OpDef& op, const std::vector<c10::IValue>& args, int
 WorkloadFactory backplane_row(const OpDef& op, const OpInputs& shape, c10::ScalarType dtype) {
   return [&op, shape, dtype](c10::Device d) {
     const auto args = make_args(op, shape, dtype, d);
+    if (auto wrong = check_result(op, args))
+      throw std::runtime_error("wrong result against the reference, not timed: " + *wrong);
     int64_t elements = 0;
     const int64_t bytes = traffic_bytes(op, args, &elements);
     const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(("backplane::" + op.name).c_str(), "");
@@ -104,8 +107,9 @@ std::string shape_label(const OpInputs& shape) {
 
 }  // namespace
 
-void register_op_benchmarks(const SelectedBackend& backend) {
+void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options) {
   for (const auto& op : registry().ops()) {
+    if (!options.wants_op(op.name)) continue;
     if (op.checks.bench.empty()) {
       std::cerr << "backplane_bench: " << op.name << " has no bench shapes in the registry; not benchmarked\n";
       continue;
@@ -114,8 +118,8 @@ void register_op_benchmarks(const SelectedBackend& backend) {
       std::cerr << "backplane_bench: " << op.name << " is not implemented on " << backend.name
                 << "; only its reference rows run\n";
     for (const auto& shape : op.checks.bench)
-      for (auto dtype : {at::kFloat, at::kBFloat16}) {
-        if (!op.supports(dtype)) continue;
+      for (auto dtype : options.dtypes) {
+        if (!op.supports(dtype) || !options.wants_shape(shape.name)) continue;
         const std::string suffix = "/" + shape_label(shape) + "_" + dtype_name(dtype);
         const std::string prefix = op.name + "/" + backend.name + "/";
         register_workload(prefix + "copy_" + suffix, backend.device, copy_row(op, shape, dtype));

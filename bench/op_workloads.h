@@ -8,9 +8,11 @@
 #pragma once
 
 #include "backend_selection.h"
+#include "bench_options.h"
 
 namespace backplane::bench {
 
-void register_op_benchmarks(const SelectedBackend& backend);
+// Rows for each op, shape preset and dtype the options select.
+void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options);
 
 }  // namespace backplane::bench

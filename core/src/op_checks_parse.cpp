@@ -38,7 +38,7 @@ class ChecksParser {
     if (checks.samples.empty()) default_samples(node);
     if (checks.bench.empty() && elementwise()) {
       // The first sample's other arguments, every Tensor at 1M elements.
-      OpInputs bench = all_tensors({1 << 20}, "1M elements");
+      OpInputs bench = all_tensors({1 << 20}, "1M_elements");
       for (const auto& [name, value] : checks.samples.front().args)
         if (!bench.find(name)) bench.args.emplace_back(name, value);
       checks.bench.push_back(std::move(bench));

@@ -1,4 +1,5 @@
-"""python -m backplane list|ops: the same views as the C++ `backplane` command."""
+"""python -m backplane list|ops|bench: the same views as the C++ `backplane` command
+(bench: see backplane.bench)."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,11 @@ import backplane
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from . import bench
+
+        return bench.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m backplane")
     parser.add_argument("command", choices=["list", "ops"])
     parser.add_argument("--backends", default="", help="load these first (comma separated)")

@@ -1,0 +1,32 @@
+// What backplane_bench runs: backends, ops, dtypes and shape presets, taken from its
+// command line before Google Benchmark reads the rest.
+//   --backends=cpu,cuda   default: BACKPLANE_BACKENDS, else cpu
+//   --ops=add,rms_norm    default: every registry op
+//   --dtypes=float32,bfloat16   default: float32 and bfloat16 (where the op takes them)
+//   --shapes=NAME,...     registry bench presets by name (e.g. decode_32x8192); default: all
+// Each also as two arguments (--ops add). Unknown names are errors naming the known ones.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace backplane::bench {
+
+struct BenchOptions {
+  std::vector<std::string> backends;
+  std::set<std::string> ops;  // empty: every op
+  std::vector<c10::ScalarType> dtypes;
+  std::set<std::string> shapes;  // empty: every preset
+
+  bool wants_op(const std::string& op) const { return ops.empty() || ops.count(op); }
+  bool wants_shape(const std::string& shape) const { return shapes.empty() || shapes.count(shape); }
+};
+
+// Removes the options above from argv (argc updated). Throws std::invalid_argument.
+BenchOptions take_bench_options(int* argc, char** argv);
+
+}  // namespace backplane::bench

@@ -1,0 +1,298 @@
+"""`backplane bench` from Python: runs the benchmark engine (backplane_bench, Google
+Benchmark), and reads, compares and plots its JSON.
+
+    import backplane.bench as bench
+    results = bench.run(backends="cpu,npu", ops="add,rms_norm", repetitions=5)
+    for row in bench.rows(results): print(row)
+    bench.compare(bench.load("base.json"), results)      # Mann-Whitney U per row
+    bench.plot(results, "bench.png")
+
+Rows come from the registry (each op's `bench` presets), so a new op, a vendor op or an
+out-of-tree plugin is benchmarked with no code. Every backplane row is checked against
+the op's reference before it is timed; a wrong kernel is reported (`error`), not timed.
+Google Benchmark's JSON is the interchange format: `--benchmark_out` files of
+backplane_bench and files written here are the same thing.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+from ._native import lib_dir
+
+
+@dataclass(frozen=True)
+class Row:
+    op: str
+    backend: str
+    plugin: str        # the plugin library that served it (from the run's context)
+    shape: str         # the registry preset
+    dtype: str
+    impl: str          # backplane | reference (PyTorch's op) | copy_ (the device's copy bandwidth)
+    times_us: tuple    # one per repetition
+    gbps: float | None  # 1 GB = 1e9 bytes: each input read once, each output written once
+    error: str = ""
+
+    @property
+    def median_us(self) -> float:
+        return median(self.times_us) if self.times_us else math.nan
+
+    @property
+    def spread(self) -> float:
+        """Half the range of the repetitions, relative to the median."""
+        if len(self.times_us) < 2:
+            return 0.0
+        return (max(self.times_us) - min(self.times_us)) / (2 * self.median_us)
+
+
+def engine() -> Path:
+    """backplane_bench beside the `backplane` command of this build or install."""
+    path = lib_dir().parent / "bin" / "backplane_bench"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found: the benchmark engine is built with BACKPLANE_BUILD_BENCH=ON (needs Google "
+            "Benchmark; `make build` does it); the wheel does not ship it"
+        )
+    return path
+
+
+def _csv(value) -> str:
+    return value if isinstance(value, str) else ",".join(value)
+
+
+def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=5, json_path=None,
+        quiet=False, extra=()) -> dict:
+    """Runs the engine and returns its Google Benchmark JSON (also written to json_path)."""
+    out = Path(json_path) if json_path else Path(tempfile.mkstemp(suffix=".json")[1])
+    args = [str(engine()), f"--backends={_csv(backends)}", f"--dtypes={_csv(dtypes)}",
+            f"--benchmark_repetitions={repetitions}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
+    if ops:
+        args.append(f"--ops={_csv(ops)}")
+    if shapes:
+        args.append(f"--shapes={_csv(shapes)}")
+    args += list(extra)
+    done = subprocess.run(args, stdout=subprocess.DEVNULL if quiet else None, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{args[0]} exited with {done.returncode}")
+    try:
+        return load(out)
+    finally:
+        if not json_path:
+            os.unlink(out)
+
+
+def load(path) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def rows(results: dict) -> list[Row]:
+    """One Row per op/backend/impl/shape_dtype, from the individual repetitions."""
+    context = results.get("context", {})
+    found: dict[tuple, dict] = {}
+    for e in results.get("benchmarks", []):
+        if e.get("run_type") == "aggregate":
+            continue
+        parts = e.get("run_name", e["name"]).split("/")[:4]
+        if len(parts) != 4:
+            continue
+        op, backend, impl, shape_dtype = parts
+        shape, _, dtype = shape_dtype.rpartition("_")
+        entry = found.setdefault((op, backend, impl, shape, dtype), {"times": [], "gbps": [], "error": ""})
+        if e.get("error_occurred") or e.get("skipped"):
+            entry["error"] = e.get("error_message") or e.get("skip_message") or "failed"
+            continue
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[e.get("time_unit", "us")]
+        entry["times"].append(e["real_time"] * scale)
+        if "bytes_per_second" in e:
+            entry["gbps"].append(e["bytes_per_second"] / 1e9)
+    out = []
+    for (op, backend, impl, shape, dtype), v in found.items():
+        plugin = context.get(f"backend.{backend}", "").split(" (")[0]
+        out.append(Row(op, backend, plugin, shape, dtype, impl, tuple(v["times"]),
+                       median(v["gbps"]) if v["gbps"] else None, v["error"]))
+    return out
+
+
+def table(results: dict) -> list[dict]:
+    """Per op/backend/shape/dtype: backplane's median and spread, GB/s, percent of copy_
+    and the ratio against the reference (> 1: faster than PyTorch)."""
+    by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
+    lines = []
+    for (op, backend, shape, dtype, impl), r in sorted(by.items()):
+        if impl != "backplane":
+            continue
+        ref, copy = by.get((op, backend, shape, dtype, "reference")), by.get((op, backend, shape, dtype, "copy_"))
+        lines.append({
+            "op": op, "backend": backend, "plugin": r.plugin, "shape": shape, "dtype": dtype,
+            "median_us": r.median_us, "spread": r.spread, "gbps": r.gbps, "error": r.error,
+            "pct_copy": (r.gbps / copy.gbps) if r.gbps and copy and copy.gbps else None,
+            "vs_reference": (ref.median_us / r.median_us) if ref and ref.times_us and r.times_us else None,
+            "reference_us": ref.median_us if ref and ref.times_us else None,
+        })
+    return lines
+
+
+def format_table(results: dict) -> str:
+    head = f"{'op':14} {'backend':8} {'shape':22} {'dtype':9} {'us':>10} {'spread':>7} {'GB/s':>8} {'%copy_':>7} {'x ref':>6}"
+    out = [head, "-" * len(head)]
+    for t in table(results):
+        if t["error"]:
+            out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} FAILED: {t['error']}")
+            continue
+        pct = f"{100 * t['pct_copy']:.0f}%" if t["pct_copy"] else "-"
+        ratio = f"{t['vs_reference']:.2f}" if t["vs_reference"] else "-"
+        gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
+        out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} {t['median_us']:10.2f} "
+                   f"{100 * t['spread']:6.1f}% {gbps:>8} {pct:>7} {ratio:>6}")
+    return "\n".join(out)
+
+
+def mann_whitney_p(a, b) -> float | None:
+    """Two-sided p-value of the Mann-Whitney U test (normal approximation with tie
+    correction), as Google Benchmark's compare.py uses the U test; None below 3 samples
+    each, where it cannot say anything."""
+    n1, n2 = len(a), len(b)
+    if n1 < 3 or n2 < 3:
+        return None
+    pooled = sorted([(x, 0) for x in a] + [(x, 1) for x in b])
+    ranks, i = [0.0] * len(pooled), 0
+    ties = 0.0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        t = j - i + 1
+        ties += t ** 3 - t
+        i = j + 1
+    r1 = sum(r for r, (_, group) in zip(ranks, pooled) if group == 0)
+    u = r1 - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    sigma = math.sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))))
+    if sigma == 0:
+        return 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / sigma
+    return max(0.0, min(1.0, math.erfc(max(z, 0) / math.sqrt(2))))
+
+
+def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None, new_backend=None) -> list[dict]:
+    """Rows present in both, new against base: time change and the U test's p-value. A
+    row regressed when it is slower by more than `threshold` and p < alpha. Two backends
+    of one run: compare(results, results, base_backend="cpu", new_backend="cpu_alt")."""
+    def keyed(results, backend):
+        return {(r.op, r.impl, r.shape, r.dtype): r for r in rows(results) if backend in (None, r.backend)}
+
+    a, b = keyed(base, base_backend), keyed(new, new_backend)
+    out = []
+    for key in sorted(set(a) & set(b)):
+        ra, rb = a[key], b[key]
+        if ra.error or rb.error or not ra.times_us or not rb.times_us:
+            continue
+        change = rb.median_us / ra.median_us - 1
+        p = mann_whitney_p(ra.times_us, rb.times_us)
+        significant = p is not None and p < alpha
+        out.append({"op": key[0], "impl": key[1], "shape": key[2], "dtype": key[3],
+                    "base": f"{ra.backend}", "new": f"{rb.backend}",
+                    "base_us": ra.median_us, "new_us": rb.median_us, "change": change, "p": p,
+                    "regressed": significant and change > threshold,
+                    "improved": significant and change < -threshold})
+    return out
+
+
+def format_comparison(lines: list[dict]) -> str:
+    head = f"{'op':14} {'impl':10} {'shape':22} {'dtype':9} {'base us':>10} {'new us':>10} {'change':>8} {'p':>7}"
+    out = [head, "-" * len(head)]
+    for c in lines:
+        p = "n/a" if c["p"] is None else f"{c['p']:.3f}"
+        mark = "  REGRESSED" if c["regressed"] else ("  improved" if c["improved"] else "")
+        out.append(f"{c['op']:14} {c['impl']:10} {c['shape']:22} {c['dtype']:9} {c['base_us']:10.2f} "
+                   f"{c['new_us']:10.2f} {100 * c['change']:7.1f}% {p:>7}{mark}")
+    return "\n".join(out)
+
+
+def plot(results: dict, path) -> None:
+    """GB/s of backplane and the reference per op/shape/dtype and backend, with the
+    device's copy_ bandwidth drawn as the roofline; one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = [t for t in table(results) if t["gbps"]]
+    if not lines:
+        raise ValueError("nothing to plot: no backplane row has a bandwidth")
+    by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
+    labels = [f"{t['op']}\n{t['shape']}\n{t['dtype']}\n{t['backend']}" for t in lines]
+    mine = [t["gbps"] for t in lines]
+    ref = [getattr(by.get((t["op"], t["backend"], t["shape"], t["dtype"], "reference")), "gbps", None) or 0
+           for t in lines]
+    copy = [getattr(by.get((t["op"], t["backend"], t["shape"], t["dtype"], "copy_")), "gbps", None) or 0
+            for t in lines]
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(lines)), 5))
+    x = range(len(lines))
+    ax.bar([i - 0.2 for i in x], mine, width=0.4, label="backplane")
+    ax.bar([i + 0.2 for i in x], ref, width=0.4, label="PyTorch reference")
+    ax.scatter(list(x), copy, marker="_", s=600, color="black", label="copy_ (roofline)", zorder=3)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("GB/s (1e9 bytes)")
+    ctx = results.get("context", {})
+    ax.set_title(f"backplane bench - {ctx.get('host_name', '')} torch {ctx.get('torch_version', '')} {ctx.get('date', '')}",
+                 fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="backplane bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--backends", default=os.environ.get("BACKPLANE_BACKENDS") or "cpu")
+    p.add_argument("--ops", default="")
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--shapes", default="", help="registry bench presets by name (default: all)")
+    p.add_argument("--repetitions", type=int, default=5)
+    p.add_argument("--json", help="write Google Benchmark's JSON here")
+    p.add_argument("--input", help="read results from this JSON instead of running")
+    p.add_argument("--compare", metavar="BASE.json", help="compare against this earlier run (U test per row)")
+    p.add_argument("--compare-backends", metavar="A,B", help="compare backend B against A within this run")
+    p.add_argument("--threshold", type=float, default=5.0, help="percent slower that counts as a regression")
+    p.add_argument("--plot", metavar="FILE.png")
+    args = p.parse_args(argv)
+    if args.input:
+        results = load(args.input)
+    else:
+        results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True)
+    print(format_table(results))
+    status = 0
+    comparisons = []
+    if args.compare:
+        comparisons = compare(load(args.compare), results, args.threshold / 100)
+    elif args.compare_backends:
+        a, b = args.compare_backends.split(",")
+        comparisons = compare(results, results, args.threshold / 100, base_backend=a, new_backend=b)
+    if args.compare or args.compare_backends:
+        print()
+        print(format_comparison(comparisons))
+        if any(c["regressed"] for c in comparisons):
+            print(f"\nregression: at least one row is more than {args.threshold}% slower with p < 0.05")
+            status = 1
+    if args.plot:
+        plot(results, args.plot)
+        print(f"\nwrote {args.plot}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

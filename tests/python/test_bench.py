@@ -1,0 +1,120 @@
+"""`backplane bench`: the engine's selection flags, the correctness check before timing,
+the table, the JSON, comparisons with the U test and the regression exit code. Runs
+are tiny (one op, one preset, a few repetitions at a short minimum time): these test
+the command, not the speed."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import backplane
+from backplane import bench
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = backplane.lib_dir().parent / "bin" / "backplane"
+FIXTURES = backplane.lib_dir().parent / "tests" / "fixtures"
+QUICK = ["--benchmark_min_time=0.01"]
+
+pytestmark = pytest.mark.skipif(not (backplane.lib_dir().parent / "bin" / "backplane_bench").is_file(),
+                                reason="backplane_bench not built (BACKPLANE_BUILD_BENCH=OFF)")
+
+
+def _entry(name, times, bytes_per_second=1e9, error=None):
+    if error:  # Google Benchmark writes one entry for a row that failed
+        return [{"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True,
+                 "error_message": error, "real_time": 0, "time_unit": "us"}]
+    rows = []
+    for t in times:
+        rows.append({"name": name, "run_name": name, "run_type": "iteration", "real_time": t, "time_unit": "us",
+                     "bytes_per_second": bytes_per_second})
+    return rows
+
+
+def _results(times_backplane, times_reference=(10.0, 10.0, 10.0), backend="cpu", error=None):
+    return {"context": {f"backend.{backend}": "/x/libbackplane_cpu.so (version 0.1.0, key CPU, device cpu)"},
+            "benchmarks": _entry(f"add/{backend}/backplane/1M_elements_float32", times_backplane, 2e9, error)
+            + _entry(f"add/{backend}/reference/1M_elements_float32", times_reference, 1e9)
+            + _entry(f"add/{backend}/copy_/1M_elements_float32", (4.0, 4.0, 4.0), 4e9)}
+
+
+def test_u_test_p_values():
+    assert bench.mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(0.01219, abs=1e-4)
+    assert bench.mann_whitney_p([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
+    assert bench.mann_whitney_p([1, 2], [3, 4]) is None  # too few to say anything
+
+
+def test_table_ratios_and_copy_fraction():
+    (row,) = bench.table(_results((5.0, 6.0, 7.0)))
+    assert row["median_us"] == 6.0
+    assert row["spread"] == pytest.approx(1 / 6)
+    assert row["vs_reference"] == pytest.approx(10 / 6)
+    assert row["pct_copy"] == pytest.approx(0.5)
+    assert row["plugin"] == "/x/libbackplane_cpu.so"
+
+
+def test_compare_flags_a_significant_regression_and_sets_the_exit_code(tmp_path):
+    base, slow = tmp_path / "base.json", tmp_path / "slow.json"
+    base.write_text(json.dumps(_results((5.0, 5.1, 5.2, 5.0, 5.1))))
+    slow.write_text(json.dumps(_results((6.0, 6.1, 6.2, 6.0, 6.1))))
+    lines = bench.compare(bench.load(base), bench.load(slow))
+    (backplane_line,) = [c for c in lines if c["impl"] == "backplane"]
+    assert backplane_line["regressed"] and backplane_line["p"] < 0.05
+    assert bench.main(["--input", str(slow), "--compare", str(base)]) == 1
+    assert bench.main(["--input", str(base), "--compare", str(base)]) == 0
+    # within the threshold: not a regression, however significant
+    assert bench.main(["--input", str(slow), "--compare", str(base), "--threshold", "30"]) == 0
+
+
+def test_a_failed_row_is_reported_not_timed():
+    (row,) = bench.table(_results((), error="wrong result against the reference, not timed: 3 of 4 differ"))
+    assert row["error"].startswith("wrong result")
+    assert "FAILED: wrong result" in bench.format_table(_results((), error="wrong result against the reference"))
+
+
+def test_engine_run_selects_rows_and_checks_results(tmp_path):
+    results = bench.run("cpu", ops="add", dtypes="float32", shapes="1M_elements", repetitions=3,
+                        json_path=tmp_path / "r.json", quiet=True, extra=QUICK)
+    names = {(r.op, r.backend, r.impl, r.shape, r.dtype) for r in bench.rows(results)}
+    assert names == {("add", "cpu", impl, "1M_elements", "float32") for impl in ("backplane", "reference", "copy_")}
+    (row,) = bench.table(results)
+    assert not row["error"] and len(bench.rows(results)[0].times_us) == 3
+    assert row["gbps"] > 0 and row["vs_reference"] > 0
+    assert json.loads((tmp_path / "r.json").read_text())["benchmarks"], "the JSON is Google Benchmark's"
+
+
+def test_a_wrong_kernel_is_reported_not_timed():
+    # cpu_alt's identity_conv returns -x.
+    env = {**os.environ, "BACKPLANE_PLUGIN_PATH": str(FIXTURES)}
+    done = subprocess.run([str(backplane.lib_dir().parent / "bin" / "backplane_bench"), "--backends=cpu_alt",
+                           "--ops=identity_conv", "--dtypes=float32", *QUICK], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "identity_conv/cpu_alt/1M_elements_float32" in done.stdout
+    assert "FAILED: wrong result against the reference, not timed:" in done.stdout
+
+
+def test_unknown_names_are_refused_naming_the_known_ones():
+    engine = str(backplane.lib_dir().parent / "bin" / "backplane_bench")
+    done = subprocess.run([engine, "--ops=nosuch"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--ops: the registry has no op 'nosuch'; it has: add," in done.stderr
+    done = subprocess.run([engine, "--shapes=huge"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no op has a bench preset named 'huge'; presets: 1M_elements" in done.stderr
+    done = subprocess.run([engine, "--dtypes=int8"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unknown dtype 'int8'" in done.stderr
+
+
+def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
+    out = tmp_path / "b.json"
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "mul", "--dtypes", "float32",
+                           "--repetitions", "2", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "mul/cpu/1M_elements_float32" in done.stdout and "x reference" in done.stdout
+    assert {r.impl for r in bench.rows(bench.load(out))} == {"backplane", "reference", "copy_"}
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    bench.plot(_results((5.0, 6.0, 7.0)), tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
