@@ -72,7 +72,8 @@ fi
 # the benchmarks: matplotlib. Optional: without them the journey and --plot say so.
 if ! "$python" -c 'import scikit_build_core, matplotlib' 2>/dev/null; then
   say "installing scikit-build-core and matplotlib into $python"
-  "$python" -m pip install -q --disable-pip-version-check scikit-build-core matplotlib ||
+  # Quick to give up where there is no network (the GPU machine has matplotlib already).
+  "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 10 scikit-build-core matplotlib ||
     say "could not install scikit-build-core/matplotlib: the wheel, the SDK journey and bench plots need them"
 fi
 # The ONNX step of the model pipeline. Optional: where they cannot be installed (the GPU
