@@ -229,23 +229,24 @@ const std::map<std::string, Command>& commands() {
         {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
       {"bench",
        {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..] [--repetitions N] [--json F] [--compare BASE.json] "
-        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [common flags]",
+        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--min-time S] [common flags]",
         "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
         "bandwidth, each row checked against its reference first (Google Benchmark; engine: backplane_bench).\n"
         "  --ops a,b              these ops (default: all)\n"
         "  --dtypes a,b           float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
         "  --shapes a,b           the registry's bench presets by name (default: all)\n"
         "  --repetitions N        repetitions of each row (default 5): median and spread\n"
+        "  --min-time SECONDS     least time per repetition (Google Benchmark's default 0.5)\n"
         "  --json FILE            Google Benchmark's JSON of the run\n"
         "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
         "                         significant regression beyond --threshold (default 5%)\n"
         "  --compare-backends A,B backend B against A in this run, the same way\n"
         "  --plot FILE.png        GB/s per op and backend with the copy_ roofline (matplotlib)\n"
         "  (--compare, --compare-backends and --plot run `python -m backplane bench`)",
-        {"--ops", "--dtypes", "--shapes", "--repetitions", "--json", "--compare", "--compare-backends", "--threshold",
-         "--plot"},
-        {"--ops", "--dtypes", "--shapes", "--repetitions", "--json", "--compare", "--compare-backends", "--threshold",
-         "--plot"},
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
+         "--threshold", "--plot"},
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
+         "--threshold", "--plot"},
         false, bench_command}},
   };
   return all;

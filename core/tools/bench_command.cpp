@@ -81,6 +81,8 @@ int bench_command(const Options& options) {
       args.push_back("--benchmark_out_format=json");
     } else if (flag == "--repetitions") {
       repetitions = value;
+    } else if (flag == "--min-time") {
+      args.push_back("--benchmark_min_time=" + value);
     } else {  // --ops, --dtypes, --shapes: the engine's own flags
       args.push_back(flag + "=" + value);
     }

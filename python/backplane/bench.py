@@ -263,6 +263,7 @@ def main(argv=None) -> int:
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--shapes", default="", help="registry bench presets by name (default: all)")
     p.add_argument("--repetitions", type=int, default=5)
+    p.add_argument("--min-time", type=float, help="least seconds per repetition (Google Benchmark's default 0.5)")
     p.add_argument("--json", help="write Google Benchmark's JSON here")
     p.add_argument("--input", help="read results from this JSON instead of running")
     p.add_argument("--compare", metavar="BASE.json", help="compare against this earlier run (U test per row)")
@@ -273,7 +274,9 @@ def main(argv=None) -> int:
     if args.input:
         results = load(args.input)
     else:
-        results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True)
+        extra = [f"--benchmark_min_time={args.min_time}"] if args.min_time else []
+        results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
+                      extra=extra)
     print(format_table(results))
     status = 0
     comparisons = []
