@@ -34,7 +34,8 @@ const std::map<std::string, c10::ScalarType>& dtype_names() {
 
 BenchOptions take_bench_options(int* argc, char** argv) {
   std::map<std::string, std::optional<std::string>> values = {
-      {"--backends", std::nullopt}, {"--ops", std::nullopt}, {"--dtypes", std::nullopt}, {"--shapes", std::nullopt}};
+      {"--backends", std::nullopt}, {"--ops", std::nullopt}, {"--dtypes", std::nullopt}, {"--shapes", std::nullopt},
+      {"--min-time", std::nullopt}};
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
@@ -87,6 +88,13 @@ BenchOptions take_bench_options(int* argc, char** argv) {
     options.dtypes.push_back(it->second);
   }
   if (options.dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
+  if (values["--min-time"]) {
+    const std::string& text = *values["--min-time"];
+    char* end = nullptr;
+    options.min_time = std::strtod(text.c_str(), &end);
+    if (text.empty() || (*end != '\0' && std::string(end) != "s") || !(options.min_time > 0))
+      throw std::invalid_argument("--min-time: expected seconds > 0 such as 0.05, found '" + text + "'");
+  }
   return options;
 }
 

@@ -9,6 +9,7 @@
 #include "call_overhead.h"
 #include "op_workloads.h"
 #include "table_reporter.h"
+#include "workload_timing.h"
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -26,6 +27,7 @@ void print_help() {
                "  --ops=add,rms_norm   these registry ops (default: all)\n"
                "  --dtypes=float32,... float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
                "  --shapes=NAME,...    the registry's bench presets by name (default: all)\n"
+               "  --min-time=SECONDS   least time per repetition (default: Google Benchmark's)\n"
                "  every backplane row is checked against its reference before it is timed\n"
                "  rows are <op>/<backend>/<impl>/<size>; bytes_per_second counts each input read once and\n"
                "  each output written once; copy_ rows are the device's copy bandwidth\n\n";
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   add_context(selection);
+  backplane::bench::set_min_time(options.min_time);
   for (const auto& backend : selection.selected) {
     backplane::bench::register_op_benchmarks(backend, options);
     if (options.ops.empty()) backplane::bench::register_call_overhead(backend);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <stdexcept>
 
 namespace backplane::bench {
 namespace {
@@ -93,12 +95,47 @@ std::string message_of(const std::exception& e) {
   return e.what();
 }
 
+double& min_time_seconds() {
+  static double seconds = 0;  // 0: Google Benchmark's default
+  return seconds;
+}
+
+// Google Benchmark calls a row's function several times (to size the iteration count,
+// then once per repetition), one row after another. The row's inputs (and its result
+// check against the reference, seconds for large shapes) are built on its first call
+// and kept until another row starts: one row's tensors on the device at a time.
+struct CurrentRow {
+  std::string name;
+  std::shared_ptr<const Workload> workload;
+  std::string error;  // building it failed: every call reports the same
+};
+CurrentRow& current_row() {
+  static CurrentRow row;
+  return row;
+}
+
+const Workload& workload_for(const std::string& name, c10::Device device, const WorkloadFactory& make) {
+  CurrentRow& row = current_row();
+  if (row.name != name) {
+    row = CurrentRow{name, nullptr, ""};  // the previous row's tensors go first
+    try {
+      row.workload = std::make_shared<const Workload>(make(device));
+    } catch (const std::exception& e) {
+      row.error = message_of(e);
+    }
+  }
+  if (!row.workload) throw std::runtime_error(row.error);
+  return *row.workload;
+}
+
 }  // namespace
 
+void set_min_time(double seconds) { min_time_seconds() = seconds; }
+
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), [device, make = std::move(make)](benchmark::State& state) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, device, make = std::move(make)](benchmark::State& state) {
     try {
-      const Workload w = make(device);
+      const Workload& w = workload_for(name, device, make);
       if (device.is_cpu()) run_on_cpu(state, w);
       else run_on_device(state, device, w);
       state.SetBytesProcessed(state.iterations() * w.bytes);
@@ -109,6 +146,7 @@ benchmark::internal::Benchmark* register_workload(const std::string& name, c10::
     }
   });
   b->Unit(benchmark::kMicrosecond);
+  if (min_time_seconds() > 0) b->MinTime(min_time_seconds());  // the API: the flag's syntax differs by version
   if (device.is_cpu()) b->UseRealTime();
   else b->UseManualTime();
   return b;

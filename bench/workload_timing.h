@@ -32,4 +32,9 @@ using WorkloadFactory = std::function<Workload(c10::Device)>;
 // marks the row with the error instead of ending the process.
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make);
 
+// The least time per repetition of rows registered after this call (0: Google
+// Benchmark's default). Set through the API: --benchmark_min_time's syntax changed
+// between Google Benchmark versions ("0.05" before 1.8, "0.05s" after).
+void set_min_time(double seconds);
+
 }  // namespace backplane::bench

@@ -82,7 +82,7 @@ int bench_command(const Options& options) {
     } else if (flag == "--repetitions") {
       repetitions = value;
     } else if (flag == "--min-time") {
-      args.push_back("--benchmark_min_time=" + value);
+      args.push_back("--min-time=" + value);
     } else {  // --ops, --dtypes, --shapes: the engine's own flags
       args.push_back(flag + "=" + value);
     }

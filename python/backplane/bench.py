@@ -274,7 +274,7 @@ def main(argv=None) -> int:
     if args.input:
         results = load(args.input)
     else:
-        extra = [f"--benchmark_min_time={args.min_time}"] if args.min_time else []
+        extra = [f"--min-time={args.min_time}"] if args.min_time else []
         results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
                       extra=extra)
     print(format_table(results))

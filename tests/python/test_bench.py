@@ -15,7 +15,7 @@ from backplane import bench
 ROOT = Path(__file__).resolve().parents[2]
 CLI = backplane.lib_dir().parent / "bin" / "backplane"
 FIXTURES = backplane.lib_dir().parent / "tests" / "fixtures"
-QUICK = ["--benchmark_min_time=0.01"]
+QUICK = ["--min-time=0.01"]
 
 pytestmark = pytest.mark.skipif(not (backplane.lib_dir().parent / "bin" / "backplane_bench").is_file(),
                                 reason="backplane_bench not built (BACKPLANE_BUILD_BENCH=OFF)")
