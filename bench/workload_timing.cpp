@@ -76,16 +76,24 @@ void run_on_cpu(benchmark::State& state, const Workload& w) {
   for (auto _ : state) w.step();
 }
 
-void run_on_device(benchmark::State& state, c10::Device device, const Workload& w) {
+// `batch`: calls per timed batch, chosen on the row's first run and kept for the rest
+// (Google Benchmark requires every repetition of a row to run the same iterations).
+void run_on_device(benchmark::State& state, c10::Device device, const Workload& w, int64_t& batch) {
   const c10::DeviceGuard guard(device);
   DeviceBatchTimer timer(device);
   timer.time_batch(w.step, kWarmupCalls);
-  // Size the batch from a measured one: one call per batch for 1 GiB tensors, hundreds
-  // for 1K elements, where a single call is mostly launch latency.
-  const double per_call = timer.time_batch(w.step, 16) / 16;
-  const auto wanted = static_cast<int64_t>(std::ceil(kTargetBatchSeconds / std::max(per_call, 1e-9)));
-  const int64_t batch = std::clamp<int64_t>(wanted, 1, kMaxBatch);
-  for (auto _ : state) state.SetIterationTime(timer.time_batch(w.step, batch) / static_cast<double>(batch));
+  if (batch == 0) {
+    // Size the batch from a measured one: one call per batch for 1 GiB tensors, hundreds
+    // for 1K elements, where a single call is mostly launch latency.
+    const double per_call = timer.time_batch(w.step, 16) / 16;
+    const auto wanted = static_cast<int64_t>(std::ceil(kTargetBatchSeconds / std::max(per_call, 1e-9)));
+    batch = std::clamp<int64_t>(wanted, 1, kMaxBatch);
+  }
+  // Each timed batch counts as `batch` iterations: Google Benchmark sizes the run from
+  // iterations x time per iteration, and counting a batch as one iteration of the
+  // per-call time made it run ~batch times longer than asked (12,000 batches of 1 ms
+  // for a 0.05 s minimum).
+  while (state.KeepRunningBatch(batch)) state.SetIterationTime(timer.time_batch(w.step, batch));
   state.counters["calls_per_batch"] = static_cast<double>(batch);
   if (!timer.uses_events()) state.counters["host_timed"] = 1;
 }
@@ -108,13 +116,14 @@ struct CurrentRow {
   std::string name;
   std::shared_ptr<const Workload> workload;
   std::string error;  // building it failed: every call reports the same
+  int64_t batch = 0;  // device rows: calls per timed batch, fixed on the first run
 };
 CurrentRow& current_row() {
   static CurrentRow row;
   return row;
 }
 
-const Workload& workload_for(const std::string& name, c10::Device device, const WorkloadFactory& make) {
+CurrentRow& row_for(const std::string& name, c10::Device device, const WorkloadFactory& make) {
   CurrentRow& row = current_row();
   if (row.name != name) {
     row = CurrentRow{name, nullptr, ""};  // the previous row's tensors go first
@@ -125,7 +134,7 @@ const Workload& workload_for(const std::string& name, c10::Device device, const 
     }
   }
   if (!row.workload) throw std::runtime_error(row.error);
-  return *row.workload;
+  return row;
 }
 
 }  // namespace
@@ -135,9 +144,10 @@ void set_min_time(double seconds) { min_time_seconds() = seconds; }
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, device, make = std::move(make)](benchmark::State& state) {
     try {
-      const Workload& w = workload_for(name, device, make);
+      CurrentRow& row = row_for(name, device, make);
+      const Workload& w = *row.workload;
       if (device.is_cpu()) run_on_cpu(state, w);
-      else run_on_device(state, device, w);
+      else run_on_device(state, device, w, row.batch);
       state.SetBytesProcessed(state.iterations() * w.bytes);
       state.SetItemsProcessed(state.iterations() * w.elements);
       state.SetLabel(w.label);
