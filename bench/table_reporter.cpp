@@ -46,7 +46,9 @@ void TableReporter::ReportRuns(const std::vector<Run>& runs) {
   for (const Run& run : runs) {
     if (!run.aggregate_name.empty()) continue;  // recomputed from the repetitions below
     const auto parts = split(run.run_name.function_name, '/');
-    if (parts.size() != 4) continue;  // not an op row (call overhead rows)
+    // Op rows only: call_overhead_<op>/<backend>/<impl>/1 rows are host cost per call,
+    // shown in Google Benchmark's lines above.
+    if (parts.size() != 4 || parts[0].rfind("call_overhead_", 0) == 0) continue;
     Samples& s = rows_[{parts[0], parts[1], parts[3]}][parts[2]];
     if (failed(run)) {
       s.error = failure_message(run);

@@ -76,6 +76,19 @@ BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/nova/build/lib
 "$PREFIX_CLI" list --plugin-path "$WORK/acme/build/lib:$WORK/nova/build/lib" --backends cpu,acme,nova \
   | grep -cE "^(cpu|acme|nova) +loaded" | grep -qx 3 || fail "cpu, acme and nova not all loaded in one process"
 
+step "3c. a CUDA backend scaffold configures and compiles (no GPU needed to build)"
+if [ -f "$BUILD/lib/libbackplane_cuda.so" ] && command -v nvcc >/dev/null; then
+  "$PREFIX_CLI" new-backend acmegpu --dispatch-key CUDA --dir "$WORK/acmegpu" >/dev/null
+  CUDAHOSTCXX="$(cat "$BUILD/.cudahostcxx" 2>/dev/null || echo "$CXX_CHOSEN")" \
+    cmake -S "$WORK/acmegpu" -B "$WORK/acmegpu/build" -DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" \
+    -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build "$WORK/acmegpu/build" --parallel >/dev/null
+  grep -q "dispatch_key: CUDA" "$WORK/acmegpu/build/lib/libbackplane_acmegpu.manifest.yaml" || fail "CUDA scaffold manifest"
+  echo "CUDA scaffold built: $WORK/acmegpu/build/lib/libbackplane_acmegpu.so"
+else
+  echo "SKIPPED 3c: this build has no CUDA plugin or no nvcc"
+fi
+
 step "4. the wheel, in a fresh venv with only torch and the wheel"
 # Built in the existing build directory with its options, so nothing is compiled twice (a
 # user's plain `pip install --no-build-isolation .` builds in build/wheel from scratch).

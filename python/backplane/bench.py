@@ -28,6 +28,9 @@ from statistics import median
 from ._native import lib_dir
 
 
+_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
 @dataclass(frozen=True)
 class Row:
     op: str
@@ -105,6 +108,8 @@ def rows(results: dict) -> list[Row]:
             continue
         op, backend, impl, shape_dtype = parts
         shape, _, dtype = shape_dtype.rpartition("_")
+        if op.startswith("call_overhead_") or dtype not in _DTYPES:
+            continue  # host cost per call (call_overhead_<op>/<backend>/<impl>/1): not an op row
         entry = found.setdefault((op, backend, impl, shape, dtype), {"times": [], "gbps": [], "error": ""})
         if e.get("error_occurred") or e.get("skipped"):
             entry["error"] = e.get("error_message") or e.get("skip_message") or "failed"
@@ -152,6 +157,34 @@ def format_table(results: dict) -> str:
         gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
         out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} {t['median_us']:10.2f} "
                    f"{100 * t['spread']:6.1f}% {gbps:>8} {pct:>7} {ratio:>6}")
+    return "\n".join(out)
+
+
+def markdown(results: dict, command: str = "") -> str:
+    """A bench/RESULTS.md section from a run's JSON: machine, torch, date, the command,
+    and the table."""
+    ctx = results.get("context", {})
+    backends = sorted({t["backend"] for t in table(results)})
+    plugins = "; ".join(f"{b}: {ctx.get('backend.' + b, '?')}" for b in backends)
+    out = [f"### backplane bench: {', '.join(backends)} ({ctx.get('date', '')[:10]})", "",
+           f"Machine `{ctx.get('host_name', '?')}`, {ctx.get('num_cpus', '?')} CPUs; torch "
+           f"{ctx.get('torch_version', '?')}; {ctx.get('timing', '')}. Plugins: {plugins}.", ""]
+    if command:
+        out += [f"Command: `{command}`", ""]
+    out += ["| op | backend | preset | dtype | backplane µs | spread | GB/s | % of copy_ | × reference |",
+            "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for t in table(results):
+        if t["error"]:
+            out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | FAILED: {t['error']} | | | | |")
+            continue
+        pct = f"{100 * t['pct_copy']:.0f}%" if t["pct_copy"] else "-"
+        ratio = f"{t['vs_reference']:.2f}" if t["vs_reference"] else "-"
+        gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
+        out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | {t['median_us']:.2f} | "
+                   f"±{100 * t['spread']:.1f}% | {gbps} | {pct} | {ratio} |")
+    out += ["", "GB/s: bytes each input read once and each output written once (1 GB = 1e9 B); % of copy_: "
+            "against `out.copy_(x)` of the op's largest tensor in the same run; × reference: the registry "
+            "reference's time over backplane's (> 1: faster than PyTorch)."]
     return "\n".join(out)
 
 
@@ -270,6 +303,7 @@ def main(argv=None) -> int:
     p.add_argument("--compare-backends", metavar="A,B", help="compare backend B against A within this run")
     p.add_argument("--threshold", type=float, default=5.0, help="percent slower that counts as a regression")
     p.add_argument("--plot", metavar="FILE.png")
+    p.add_argument("--markdown", action="store_true", help="print a bench/RESULTS.md section instead of the table")
     args = p.parse_args(argv)
     if args.input:
         results = load(args.input)
@@ -277,7 +311,11 @@ def main(argv=None) -> int:
         extra = [f"--min-time={args.min_time}"] if args.min_time else []
         results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
                       extra=extra)
-    print(format_table(results))
+    if args.markdown:
+        shown = ["backplane", "bench", *(argv if argv is not None else sys.argv[1:])]
+        print(markdown(results, " ".join(a for a in shown if a != "--markdown")))
+    else:
+        print(format_table(results))
     status = 0
     comparisons = []
     if args.compare:

@@ -114,6 +114,15 @@ def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
     assert {r.impl for r in bench.rows(bench.load(out))} == {"backplane", "reference", "copy_"}
 
 
+def test_markdown_section_names_machine_torch_date_and_command():
+    results = _results((5.0, 6.0, 7.0))
+    results["context"].update(host_name="box", num_cpus=2, torch_version="2.14.1", date="2026-11-23T10:00:00")
+    text = bench.markdown(results, "backplane bench --ops add")
+    assert "Machine `box`, 2 CPUs; torch 2.14.1" in text and "(2026-11-23)" in text
+    assert "Command: `backplane bench --ops add`" in text
+    assert "| add | cpu | 1M_elements | float32 | 6.00 | ±16.7% | 2.0 | 50% | 1.67 |" in text
+
+
 def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     bench.plot(_results((5.0, 6.0, 7.0)), tmp_path / "p.png")

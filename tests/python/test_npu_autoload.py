@@ -96,3 +96,17 @@ def test_an_unexpected_exception_warns_once(site, tmp_path):
     (warning,) = _autoload_warnings(done)
     assert "JSONDecodeError" in warning
     assert 'To fix: run `python -c "import backplane"` for the full traceback' in warning
+
+
+def test_a_build_for_another_torch_warns_once_naming_both(site, tmp_path):
+    # The ABI/torch mismatch, as under another torch with this wheel installed.
+    import torch
+
+    lib = backplane.lib_dir()
+    (tmp_path / "libbackplane_core.so").symlink_to(lib / "libbackplane_core.so")
+    (tmp_path / "backplane_build.json").write_text('{"version": "0.1.0", "torch_version": "2.0.1", "cxx11_abi": 1}')
+    done = _import_torch(site, BACKPLANE_LIB_DIR=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    (warning,) = _autoload_warnings(done)
+    assert f"was built against torch 2.0.1, this Python runs torch {torch.__version__}" in warning
