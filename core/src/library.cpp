@@ -5,7 +5,7 @@
 #include <backplane/registry.h>
 
 #include "custom_classes.h"
-#include "no_derivative.h"
+#include "autograd_kernel.h"
 
 #include <torch/library.h>
 
@@ -55,9 +55,9 @@ TORCH_LIBRARY(backplane, m) {
     m.def(op.schema.c_str(), {at::Tag::pt2_compliant_tag});
     m.impl(op.name.c_str(), torch::dispatch(c10::DispatchKey::Meta, torch::CppFunction::makeFromBoxedFunctor(
                                                                          std::make_unique<RuleMetaKernel>(op.name))));
-    // Until an op has a derivative, asking for one is an error naming it, never a
-    // silent None gradient (no_derivative.cpp).
-    detail::register_no_derivative(m, op.name);
+    // Gradients from the op's `backward:` formulas; without them, asking for one is an
+    // error naming the op, never a silent None gradient (autograd_kernel.cpp).
+    detail::register_autograd(m, op);
   }
   detail::define_classes(m, registry());
 }

@@ -1,5 +1,6 @@
 // Parses registry YAML into OpDefs. Every error names file:line:column and says
 // what was expected and what was found.
+#include <backplane/reference_expr.h>
 #include <backplane/registry.h>
 
 #include "op_checks_parse.h"
@@ -39,6 +40,7 @@ class OpParser {
     parse_dtypes(required("dtypes"));
     parse_shape(required("shape"));
     detail::parse_op_checks(file_, node_, op_);
+    if (const YAML::Node backward = node_["backward"]) parse_backward(backward);
     return std::move(op_);
   }
 
@@ -67,15 +69,34 @@ class OpParser {
 
   void check_keys() const {
     static const std::set<std::string> known = [] {
-      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape"};
+      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "backward"};
       keys.insert(std::begin(detail::kOpCheckKeys), std::end(detail::kOpCheckKeys));
       return keys;
     }();
-    static const std::set<std::string> reserved = {"backward", "backends"};
+    static const std::set<std::string> reserved = {"backends"};
     for (const auto& entry : node_) {
       const std::string key = scalar(entry.first, "a key");
       if (reserved.count(key)) fail(entry.first, "key '" + key + "' is reserved for later work and not supported yet");
       if (!known.count(key)) fail(entry.first, "unknown key '" + key + "'; expected one of: " + join({known.begin(), known.end()}));
+    }
+  }
+
+  void parse_backward(const YAML::Node& node) {
+    expect_kind(node, YAML::NodeType::Map, "backward: a mapping of Tensor argument -> gradient formula");
+    if (op_.shape.kind == ShapeRuleKind::InPlace || op_.shape.kind == ShapeRuleKind::Out)
+      fail(node, "backward of '" + op_.name + "': derivatives of ops that write an argument are not supported yet");
+    for (const auto& entry : node) {
+      const std::string arg = scalar(entry.first, "an argument name");
+      if (std::find(op_.tensor_args.begin(), op_.tensor_args.end(), arg) == op_.tensor_args.end())
+        fail(entry.first, "backward of '" + op_.name + "' names '" + arg + "', which is not a Tensor argument; "
+                          "expected one of: " + join(op_.tensor_args));
+      const std::string formula = scalar(entry.second, "a gradient formula");
+      try {
+        conformance::ReferenceExpr::parse(formula);
+      } catch (const std::exception& e) {
+        fail(entry.second, "backward of '" + op_.name + "' for '" + arg + "': " + e.what());
+      }
+      op_.backward[arg] = formula;
     }
   }
 

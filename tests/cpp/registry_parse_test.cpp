@@ -114,12 +114,28 @@ TEST(RegistryErrors, MissingKey) {
 
 TEST(RegistryErrors, UnknownKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
-               "test.yaml:6:5", "unknown key 'dtype'; expected one of: bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: backward, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
 }
 
 TEST(RegistryErrors, ReservedKey) {
-  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: twice_backward\n"),
-               "test.yaml:6:5", "key 'backward' is reserved for later work");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backends: [cpu]\n"),
+               "test.yaml:6:5", "key 'backends' is reserved for later work");
+}
+
+TEST(Registry, BackwardFormulasPerTensorArgument) {
+  Registry r = parse_registry(op_yaml("twice(Tensor x, float s=2.0) -> Tensor", "[float32]", "{same_as: x}",
+                                      "    backward: {x: \"aten::mul.Scalar(grad, 2)\"}\n"),
+                              "test.yaml");
+  EXPECT_EQ(r.ops()[0].backward.at("x"), "aten::mul.Scalar(grad, 2)");
+}
+
+TEST(RegistryErrors, BackwardMustNameTensorArgumentsAndParse) {
+  expect_error(op_yaml("twice(Tensor x, float s=2.0) -> Tensor", "[float32]", "{same_as: x}", "    backward: {s: grad}\n"),
+               "test.yaml:6:16", "backward of 'twice' names 's', which is not a Tensor argument; expected one of: x");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: {x: \"aten::mul(grad\"}\n"),
+               "test.yaml:6:19", "backward of 'twice' for 'x':");
+  expect_error(op_yaml("twice_(Tensor(a!) x) -> ()", "[float32]", "{in_place: x}", "    backward: {x: grad}\n"),
+               "test.yaml:6:15", "derivatives of ops that write an argument are not supported yet");
 }
 
 TEST(RegistryErrors, ShapeRuleNamesUnknownArgument) {

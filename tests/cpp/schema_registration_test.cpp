@@ -31,19 +31,29 @@ TEST(Schemas, EveryRegistryOpIsRegisteredWithItsSchema) {
 }
 
 TEST(Schemas, BackwardThroughAnOpWithoutDerivativeIsAnErrorNamingIt) {
-  // From libtorch alone, no Python: the core's Autograd kernel (no_derivative.cpp).
+  // From libtorch alone, no Python: the core's Autograd kernel (autograd_kernel.cpp).
   // Meta tensors carry autograd like any other, so no plugin is needed.
-  at::Tensor x = meta({2, 8}).requires_grad_();
-  at::Tensor out = handle("rms_norm").typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>().call(
-      x, meta({8}), 1e-6);
+  at::Tensor img = meta({2, 8}).requires_grad_();
+  at::Tensor out = handle("crop").typed<at::Tensor(const at::Tensor&, at::IntArrayRef)>().call(img, {0, 0, 1, 2});
   ASSERT_TRUE(out.requires_grad()) << "the output must carry the graph, never silently cut it";
   try {
     out.sum().backward();
-    FAIL() << "backward through rms_norm ran";
+    FAIL() << "backward through crop ran";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("backplane::rms_norm has no derivative for 'x'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("backplane::crop has no derivative for 'img'"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(Schemas, BackwardFormulasRunFromLibtorch) {
+  // mul's registry formulas, broadcasting summed back: sizes on Meta tensors.
+  at::Tensor a = meta({4, 1, 5}).requires_grad_(), b = meta({3, 5}).requires_grad_();
+  at::Tensor out = handle("mul").typed<at::Tensor(const at::Tensor&, const at::Tensor&)>().call(a, b);
+  EXPECT_EQ(out.grad_fn()->name(), "backplane::mul_backward");
+  out.sum().backward();
+  ASSERT_TRUE(a.grad().defined() && b.grad().defined());
+  EXPECT_EQ(a.grad().sizes(), a.sizes());
+  EXPECT_EQ(b.grad().sizes(), b.sizes());
 }
 
 TEST(Schemas, MutationIsDeclared) {

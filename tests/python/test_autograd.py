@@ -1,6 +1,7 @@
-"""Gradients through Backplane ops: until an op has a derivative, asking for one is an
-error naming the op, never a silent None gradient or a wrong one (the core registers an
-Autograd kernel for every registry op)."""
+"""Gradients through Backplane ops: ops with `backward:` formulas in the registry pass
+torch.autograd.gradcheck in float64 on every CPU-side backend; for the others, asking
+for a gradient is an error naming the op, never a silent None gradient or a wrong one
+(the core registers an Autograd kernel for every registry op)."""
 import pytest
 import torch
 
@@ -16,9 +17,64 @@ def _first_sample(op_name):
     pytest.skip(f"{op_name} has no float sample")
 
 
+def _has_backward(op_name):
+    # The registry says: an op with `backward:` has a row of formulas. Read from the
+    # op's own grad_fn, so the test needs no list of ops. Ops that write have none.
+    schema = getattr(torch.ops.backplane, op_name).default._schema
+    if any(a.alias_info and a.alias_info.is_write for a in schema.arguments):
+        return False
+    args, kwargs = _first_sample(op_name)
+    inputs = [a.double().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+    out = getattr(torch.ops.backplane, op_name).default(*inputs, **kwargs)
+    return isinstance(out, torch.Tensor) and type(out.grad_fn).__name__ != "Error"
+
+
+@pytest.mark.parametrize("op_name", op_names())
+def test_gradcheck_where_the_registry_has_a_backward(op_name):
+    require_kernel(op_name, "cpu")
+    if not _has_backward(op_name):
+        pytest.skip(f"{op_name} has no backward: in the registry")
+    op = getattr(torch.ops.backplane, op_name).default
+    for args, kwargs in samples(torch.float64)[op_name]:
+        if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+            continue
+        inputs = tuple(a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args)
+        assert torch.autograd.gradcheck(lambda *t: op(*t, **kwargs), inputs, eps=1e-6, atol=1e-5)
+
+
+def test_double_backward_is_refused():
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.ops.backplane.mul(x, x)
+    # Refused at the first backward that would build a graph: its gradient could not
+    # carry a correct second derivative.
+    with pytest.raises(RuntimeError, match="backplane::mul: double backward \\(create_graph=True\\) is not supported"):
+        torch.autograd.grad(y.sum(), x, create_graph=True)
+    (g,) = torch.autograd.grad(torch.ops.backplane.mul(x, x).sum(), x)
+    torch.testing.assert_close(g, 2 * x.detach())
+
+
+def test_an_input_modified_after_the_forward_is_refused():
+    a = torch.randn(4, requires_grad=True)
+    b = torch.randn(4)
+    y = torch.ops.backplane.mul(a, b)
+    b.mul_(2)
+    with pytest.raises(RuntimeError, match="backplane::mul: argument 'b' was modified in place after the forward"):
+        y.sum().backward()
+
+
+def test_broadcast_gradients_are_summed_to_the_input_size():
+    a = torch.randn(4, 1, 5, requires_grad=True)
+    b = torch.randn(3, 5, requires_grad=True)
+    torch.ops.backplane.add(a, b, alpha=2.0).sum().backward()
+    torch.testing.assert_close(a.grad, torch.full((4, 1, 5), 3.0))
+    torch.testing.assert_close(b.grad, torch.full((3, 5), 8.0))
+
+
 @pytest.mark.parametrize("op_name", op_names())
 def test_backward_through_an_op_without_derivative_raises_naming_it(op_name):
     require_kernel(op_name, "cpu")
+    if _has_backward(op_name):
+        pytest.skip(f"{op_name} has a backward: in the registry")
     args, kwargs = _first_sample(op_name)
     op = getattr(torch.ops.backplane, op_name).default
     # Differentiate through a clone, so in-place and out= ops write to a non-leaf.
@@ -34,13 +90,24 @@ def test_backward_through_an_op_without_derivative_raises_naming_it(op_name):
         result.float().sum().backward()
 
 
-def test_upstream_parameters_are_not_silently_left_without_gradient():
+def test_upstream_parameters_get_the_gradients_pytorch_gives():
     # The reported failure: a norm in the middle of a model cut the graph, and every
     # parameter before it kept .grad None with only a warning.
+    g = torch.Generator().manual_seed(0)
+    w_in = torch.randn(8, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    w_norm = (1 + 0.1 * torch.randn(8, generator=g, dtype=torch.float64)).requires_grad_()
+    x = torch.randn(4, 8, generator=g, dtype=torch.float64)
+    torch.ops.backplane.rms_norm(x @ w_in, w_norm, 1e-5).pow(2).sum().backward()
+    twin_in, twin_norm = w_in.detach().clone().requires_grad_(), w_norm.detach().clone().requires_grad_()
+    torch.nn.functional.rms_norm(x @ twin_in, (8,), twin_norm, 1e-5).pow(2).sum().backward()
+    torch.testing.assert_close(w_in.grad, twin_in.grad)
+    torch.testing.assert_close(w_norm.grad, twin_norm.grad)
+
+
+def test_an_op_without_derivative_never_leaves_upstream_gradients_silently_none():
     w_in = torch.randn(8, 8, requires_grad=True)
-    x = torch.randn(4, 8) @ w_in
-    y = torch.ops.backplane.rms_norm(x, torch.ones(8), 1e-5)
-    with pytest.raises(RuntimeError, match="backplane::rms_norm has no derivative for 'x': its registry entry has no `backward:`"):
+    y = torch.ops.backplane.crop(torch.randn(4, 8) @ w_in, [0, 0, 2, 2])
+    with pytest.raises(RuntimeError, match="backplane::crop has no derivative for 'img': its registry entry has no `backward:`"):
         y.sum().backward()
     assert w_in.grad is None
 

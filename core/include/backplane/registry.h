@@ -95,6 +95,12 @@ struct BACKPLANE_API OpDef {
   std::vector<c10::Argument> arguments;  // the parsed schema's arguments
   ShapeRule shape;
   OpChecks checks;
+  // `backward:`: for each differentiable Tensor argument, its gradient as a call of
+  // PyTorch ops (the `reference` grammar) over the op's arguments, `grad` (the incoming
+  // gradient) and `result` (the op's output), e.g. {a: grad, b: "aten::mul.Tensor(grad,
+  // a)"}. The core sums each to its input's size (broadcasting). Empty: no derivative,
+  // and backward through the op is an error naming it.
+  std::map<std::string, std::string> backward;
   SourceLocation where;
 
   // Index of an argument in schema order; -1 when there is none of that name.

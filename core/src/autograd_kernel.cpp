@@ -1,15 +1,19 @@
-// The Autograd kernel of an op that has no derivative yet.
+// The Autograd kernel of every registry op.
 //
 // Without any Autograd kernel the dispatcher falls through: the output carries no
 // grad_fn and everything upstream silently keeps .grad None (PyTorch only warns). This
-// kernel instead follows PyTorch's rules for an op without a formula:
-//  - the forward runs as usual, so inference with parameters that require grad works;
-//  - outputs (and arguments written in place) get a node whose backward raises an error
-//    naming the op and the inputs that wanted a gradient;
+// kernel instead:
+//  - runs the forward as usual, so inference with parameters that require grad works;
+//  - records FormulaBackward (formula_backward.h) when every input wanting a gradient
+//    has a `backward:` formula in the registry;
+//  - otherwise gives outputs (and arguments written in place) a node whose backward
+//    raises an error naming the op and the inputs without a derivative;
 //  - writing in place to a leaf that requires grad is refused, as PyTorch refuses it;
 //  - every written argument's version counter is bumped, so autograd notices a saved
 //    tensor that was overwritten.
-#include "no_derivative.h"
+#include "autograd_kernel.h"
+
+#include "formula_backward.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
@@ -30,12 +34,12 @@ using torch::autograd::edge_list;
 
 // torch moved autograd nodes from std::shared_ptr to c10::intrusive_ptr; Edge says which.
 using NodePtr = decltype(Edge::function);
-template <typename... Args>
-NodePtr make_error_node(Args&&... args) {
+template <typename NodeType, typename... Args>
+NodePtr make_node(Args&&... args) {
   if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>)
-    return std::make_shared<torch::autograd::Error>(std::forward<Args>(args)...);
+    return std::make_shared<NodeType>(std::forward<Args>(args)...);
   else
-    return c10::make_intrusive<torch::autograd::Error>(std::forward<Args>(args)...);
+    return c10::make_intrusive<NodeType>(std::forward<Args>(args)...);
 }
 
 bool is_written(const c10::Argument& arg) { return arg.alias_info() && arg.alias_info()->isWrite(); }
@@ -46,14 +50,16 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
-void no_derivative_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+void autograd_kernel(const OpDef& def, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                     torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   const std::string op_name = schema.operator_name().name;
   const size_t n = schema.arguments().size();
   const bool grad_mode = c10::GradMode::is_enabled();
 
   std::vector<at::Tensor> wanting_grad, written;
-  std::vector<std::string> wanting_names;
+  std::vector<std::string> wanting_names, without_formula;
+  std::vector<size_t> wanting_positions;
   for (size_t i = 0; i < n; ++i) {
     const c10::IValue& value = (*stack)[stack->size() - n + i];
     if (!value.isTensor()) continue;
@@ -70,8 +76,14 @@ void no_derivative_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet key
     if (grad_mode && t.requires_grad()) {
       wanting_grad.push_back(t);
       wanting_names.push_back(arg.name());
+      wanting_positions.push_back(i);
+      if (!def.backward.count(arg.name())) without_formula.push_back(arg.name());
     }
   }
+  // Saved before the forward runs: the formulas need the inputs as they were.
+  std::vector<c10::IValue> args;
+  if (!wanting_grad.empty() && without_formula.empty())
+    args.assign(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
 
   {
     // Below autograd, and below ADInplaceOrView: at:: calls inside the kernel must not
@@ -84,11 +96,19 @@ void no_derivative_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet key
 
   edge_list edges;
   for (const at::Tensor& t : wanting_grad) edges.push_back(torch::autograd::impl::gradient_edge(t));
-  NodePtr node = make_error_node(
-      op_name + " has no derivative for " + quoted_list(wanting_names) +
-          ": its registry entry has no `backward:` yet. The forward ran; backward through it cannot. "
-          "Detach those inputs, or run the op under torch.no_grad(), if no gradient is needed there.",
-      std::move(edges));
+  NodePtr node;
+  if (without_formula.empty()) {
+    node = make_node<FormulaBackward>(def, op, args, wanting_positions);
+    node->set_next_edges(std::move(edges));
+  } else {
+    node = make_node<torch::autograd::Error>(
+        op_name + " has no derivative for " + quoted_list(without_formula) +
+            (def.backward.empty() ? ": its registry entry has no `backward:` yet."
+                                  : ": its registry entry's `backward:` has no formula for it.") +
+            " The forward ran; backward through it cannot. Detach those inputs, or run the op under "
+            "torch.no_grad(), if no gradient is needed there.",
+        std::move(edges));
+  }
   // Outputs that autograd can carry a gradient for point at the node; a written argument
   // is rebased onto it, so the gradient through the in-place write is refused, not
   // computed as if the write had not happened.
@@ -109,11 +129,23 @@ void no_derivative_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet key
 
 }  // namespace
 
-void register_no_derivative(torch::Library& library, const std::string& op) {
+class AutogradKernel final : public c10::OperatorKernel {
+ public:
+  explicit AutogradKernel(const OpDef& def) : def_(def) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+    autograd_kernel(def_, op, keys, stack);
+  }
+
+ private:
+  const OpDef& def_;  // the registry outlives every kernel
+};
+
+void register_autograd(torch::Library& library, const OpDef& op) {
   // The kernel redispatches below ADInplaceOrView itself and bumps versions there, so
   // that key needs no kernel of its own.
-  library.impl(op.c_str(), torch::dispatch(c10::DispatchKey::Autograd,
-                                           torch::CppFunction::makeFromBoxedFunction<&no_derivative_kernel>()));
+  library.impl(op.name.c_str(),
+               torch::dispatch(c10::DispatchKey::Autograd,
+                               torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(op))));
 }
 
 }  // namespace backplane::detail

@@ -1,0 +1,60 @@
+#include "formula_backward.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/GradMode.h>
+
+#include <map>
+
+namespace backplane::detail {
+
+FormulaBackward::FormulaBackward(const OpDef& op, const c10::OperatorHandle& handle,
+                                 const std::vector<c10::IValue>& args, std::vector<size_t> wanting)
+    : op_(op), handle_(handle), wanting_(std::move(wanting)) {
+  for (const c10::IValue& a : args) {
+    if (a.isTensor() && a.toTensor().defined()) {
+      versions_.push_back(a.toTensor()._version());
+      args_.emplace_back(a.toTensor().detach());
+    } else {
+      versions_.push_back(0);
+      args_.push_back(a);
+    }
+  }
+  for (size_t pos : wanting_) {
+    const std::string& formula = op.backward.at(op.arguments[pos].name());
+    formulas_.push_back(conformance::ReferenceExpr::parse(formula));
+    input_sizes_.push_back(args[pos].toTensor().sizes().vec());
+    uses_result_ = uses_result_ || formula.find("result") != std::string::npos;
+  }
+}
+
+torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
+  TORCH_CHECK(!c10::GradMode::is_enabled(), "backplane::", op_.name,
+              ": double backward (create_graph=True) is not supported; its backward: formulas give first "
+              "derivatives only");
+  for (size_t i = 0; i < args_.size(); ++i)
+    if (args_[i].isTensor())
+      TORCH_CHECK(args_[i].toTensor()._version() == versions_[i], "backplane::", op_.name, ": argument '",
+                  op_.arguments[i].name(), "' was modified in place after the forward, and its backward needs it "
+                  "(version ", versions_[i], " saved, now ", args_[i].toTensor()._version(), ")");
+  std::map<std::string, c10::IValue> names;
+  for (size_t i = 0; i < args_.size(); ++i) names[op_.arguments[i].name()] = args_[i];
+  at::Tensor grad = grads.at(0);
+  if (!grad.defined()) return torch::autograd::variable_list(wanting_.size());
+  names["grad"] = grad;
+  if (uses_result_) {
+    at::AutoDispatchBelowADInplaceOrView below;  // the forward again, without recording
+    torch::jit::Stack stack(args_.begin(), args_.end());
+    handle_.callBoxed(stack);
+    names["result"] = stack.at(0);
+  }
+  torch::autograd::variable_list out;
+  for (size_t k = 0; k < wanting_.size(); ++k) {
+    at::Tensor g = formulas_[k].evaluate(names).toTensor();
+    if (g.sizes() != c10::IntArrayRef(input_sizes_[k])) g = at::sum_to(g, input_sizes_[k]);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace backplane::detail

@@ -1,0 +1,46 @@
+// The autograd node of an op with `backward:` formulas in the registry.
+//
+// Saved for backward: the op's arguments (tensors detached, with their versions, so a
+// later in-place write to one is an error, as with PyTorch's saved variables). The
+// output is not saved (that would be a reference cycle through its own grad_fn): a
+// formula naming `result` recomputes the forward once in backward. Each formula is
+// evaluated with the arguments, `grad` and `result` bound, in the op's dtype on its
+// device, and summed to its input's size (broadcasting). Double backward
+// (create_graph=True) is refused with a message: the formulas run on detached tensors,
+// so a second derivative would be silently wrong.
+#pragma once
+
+#include <backplane/reference_expr.h>
+#include <backplane/registry.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace backplane::detail {
+
+class FormulaBackward : public torch::autograd::Node {
+ public:
+  // `wanting`: positions (in schema order) of the Tensor arguments that get an edge,
+  // each with a formula in op.backward.
+  FormulaBackward(const OpDef& op, const c10::OperatorHandle& handle, const std::vector<c10::IValue>& args,
+                  std::vector<size_t> wanting);
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override;
+  std::string name() const override { return "backplane::" + op_.name + "_backward"; }
+
+ private:
+  const OpDef& op_;
+  c10::OperatorHandle handle_;
+  std::vector<c10::IValue> args_;      // tensors detached
+  std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
+  std::vector<size_t> wanting_;
+  std::vector<conformance::ReferenceExpr> formulas_;  // one per wanting_
+  std::vector<std::vector<int64_t>> input_sizes_;     // one per wanting_
+  bool uses_result_ = false;
+};
+
+}  // namespace backplane::detail
