@@ -24,12 +24,6 @@ std::string join(const std::set<std::string>& items) {
   return out;
 }
 
-const std::map<std::string, c10::ScalarType>& dtype_names() {
-  static const std::map<std::string, c10::ScalarType> names = {
-      {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}};
-  return names;
-}
-
 }  // namespace
 
 BenchOptions take_bench_options(int* argc, char** argv) {
@@ -82,9 +76,10 @@ BenchOptions take_bench_options(int* argc, char** argv) {
   }
   const std::string dtypes = values["--dtypes"].value_or("float32,bfloat16");
   for (const auto& name : split(dtypes)) {
-    auto it = dtype_names().find(name);
-    if (it == dtype_names().end())
-      throw std::invalid_argument("--dtypes: unknown dtype '" + name + "'; expected float32, float64, float16 or bfloat16");
+    auto it = dtype_names().find(name);  // the registry's dtype names
+    if (it == dtype_names().end() || !c10::isFloatingType(it->second))
+      throw std::invalid_argument("--dtypes: '" + name + "' is not one of the floating dtypes the bench draws inputs "
+                                  "for; expected float32, float64, float16 or bfloat16");
     options.dtypes.push_back(it->second);
   }
   if (options.dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
