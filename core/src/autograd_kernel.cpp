@@ -71,6 +71,9 @@ void autograd_kernel(const OpDef& def, const c10::OperatorHandle& op, c10::Dispa
                   "' is a leaf tensor that requires grad; writing to it in place is refused, as PyTorch refuses "
                   "it (a leaf Variable that requires grad is being used in an in-place operation). Write to a "
                   "clone, or call under torch.no_grad().");
+      // A view of such a leaf, and views PyTorch forbids writing to (unbind outputs,
+      // views made in no_grad mode), are refused by PyTorch's own in-place check.
+      if (grad_mode && t.is_view()) torch::autograd::check_inplace(t, /*requires_grad=*/true);
       written.push_back(t);
     }
     if (grad_mode && t.requires_grad()) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 
 namespace backplane {
@@ -61,6 +62,11 @@ class Loader {
       throw BackendError("backend '" + name + "' not found: looked for " + plugin_file_name(name) + " in [" +
                          join(dirs) + "]" + available_hint(dirs) +
                          ". Set BACKPLANE_PLUGIN_PATH or pass a directory.");
+    // A plugin that failed after dlopen stays failed: reopening returns the same handle
+    // without running its registrations again, so it would pass for loaded.
+    if (known != records_.end() && opened_.count(name))
+      throw BackendError("backend '" + name + "' " + to_string(known->second.status) + " (" + known->second.path +
+                         "): " + known->second.reason);
     BackendRecord record = open(name, *found);
     records_[name] = record;
     if (record.status != BackendStatus::Loaded)
@@ -74,7 +80,8 @@ class Loader {
       std::lock_guard<std::recursive_mutex> lock(mutex_);
       for (const auto& [name, path] : discover(plugin_search_path(options))) {
         auto known = records_.find(name);
-        if (known != records_.end() && known->second.status == BackendStatus::Loaded) continue;
+        if (known != records_.end() && (known->second.status == BackendStatus::Loaded || opened_.count(name)))
+          continue;
         records_[name] = open(name, path);
       }
     }
@@ -153,7 +160,7 @@ class Loader {
     if (!manifest.python_module.empty()) {
       record.python_module = manifest.python_module;
       if (!manifest.python_path.empty())
-        record.python_path = detail::join_path(detail::parent_dir(record.path), manifest.python_path);
+        record.python_path = detail::join_path(detail::parent_dir(plugin_path), manifest.python_path);
     }
     if (auto why = manifest_incompatibility(manifest, name)) return reject(*why);
     c10::DispatchKey key;
@@ -218,6 +225,7 @@ class Loader {
       detail::LoadingScope scope(&loading);
       handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     }
+    if (handle != nullptr) opened_.insert(name);
     if (handle == nullptr) {
       const char* err = dlerror();
       record.status = BackendStatus::Failed;
@@ -258,6 +266,7 @@ class Loader {
   // dlopen holds it (it runs on the loading thread).
   std::recursive_mutex mutex_;
   std::map<std::string, BackendRecord> records_;
+  std::set<std::string> opened_;  // names dlopen'ed once (a plugin is never opened twice)
 };
 
 Loader& loader() {

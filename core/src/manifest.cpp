@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -64,6 +65,15 @@ Manifest read_manifest(const std::string& path) {
   }
   if (root["python_module"]) {
     m.python_module = field<std::string>(path, root, "python_module", "a Python module name");
+    bool dotted = !m.python_module.empty() && m.python_module.front() != '.' && m.python_module.back() != '.';
+    for (size_t i = 0; i < m.python_module.size() && dotted; ++i) {
+      const char c = m.python_module[i];
+      dotted = std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+               (c == '.' && m.python_module[i + 1] != '.');
+    }
+    if (!dotted || std::isdigit(static_cast<unsigned char>(m.python_module[0])))
+      fail(path, root["python_module"], "key 'python_module' should be a dotted Python module name such as "
+                                        "backplane_acme, found '" + m.python_module + "'");
     // Absent: the module is importable by name (a plugin wheel's own package).
     m.python_path = root["python_path"] ? field<std::string>(path, root, "python_path", "a directory") : "";
     // Relative and inside the plugin's directory: a manifest must not point Python at

@@ -4,6 +4,8 @@
 // for --compare, --compare-backends and --plot.
 #include "cli.h"
 
+#include <backplane/selection.h>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,6 +44,15 @@ int bench_command(const Options& options) {
     for (const auto& b : *options.backends) backends += (backends.empty() ? "" : ",") + b;
   std::string ops;  // validated against the registry by the command line parser
   for (const auto& op : options.ops) ops += (ops.empty() ? "" : ",") + op;
+  // The common flags reach the engine or the Python side through the environment
+  // (the command line parser consumed them; this process is replaced by exec).
+  if (options.load.dir) {
+    const char* old = std::getenv("BACKPLANE_PLUGIN_PATH");
+    const std::string path = *options.load.dir + (old && *old ? ":" + std::string(old) : "");
+    setenv("BACKPLANE_PLUGIN_PATH", path.c_str(), 1);
+  }
+  const std::string prefer = preferences_string();
+  if (!prefer.empty()) setenv("BACKPLANE_PREFER", prefer.c_str(), 1);
   bool python_side = false;
   for (const auto& arg : options.rest)
     if (arg == "--compare" || arg == "--compare-backends" || arg == "--plot") python_side = true;
@@ -83,6 +94,8 @@ int bench_command(const Options& options) {
       repetitions = value;
     } else if (flag == "--min-time") {
       args.push_back("--min-time=" + value);
+    } else if (flag == "--threshold") {
+      continue;  // only meaningful with --compare (the Python side)
     } else {  // --ops, --dtypes, --shapes: the engine's own flags
       args.push_back(flag + "=" + value);
     }

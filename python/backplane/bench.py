@@ -73,7 +73,12 @@ def _csv(value) -> str:
 def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=5, json_path=None,
         quiet=False, extra=()) -> dict:
     """Runs the engine and returns its Google Benchmark JSON (also written to json_path)."""
-    out = Path(json_path) if json_path else Path(tempfile.mkstemp(suffix=".json")[1])
+    if json_path:
+        out = Path(json_path)
+    else:
+        fd, name = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        out = Path(name)
     args = [str(engine()), f"--backends={_csv(backends)}", f"--dtypes={_csv(dtypes)}",
             f"--benchmark_repetitions={repetitions}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
     if ops:
@@ -81,10 +86,10 @@ def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repet
     if shapes:
         args.append(f"--shapes={_csv(shapes)}")
     args += list(extra)
-    done = subprocess.run(args, stdout=subprocess.DEVNULL if quiet else None, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{args[0]} exited with {done.returncode}")
     try:
+        done = subprocess.run(args, stdout=subprocess.DEVNULL if quiet else None, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{args[0]} exited with {done.returncode}")
         return load(out)
     finally:
         if not json_path:
@@ -222,7 +227,9 @@ def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None
     row regressed when it is slower by more than `threshold` and p < alpha. Two backends
     of one run: compare(results, results, base_backend="cpu", new_backend="cpu_alt")."""
     def keyed(results, backend):
-        return {(r.op, r.impl, r.shape, r.dtype): r for r in rows(results) if backend in (None, r.backend)}
+        # Rows of every backend are kept apart unless one backend is compared with another.
+        return {(r.op, r.impl, r.shape, r.dtype) + (() if backend else (r.backend,)): r
+                for r in rows(results) if backend in (None, r.backend)}
 
     a, b = keyed(base, base_backend), keyed(new, new_backend)
     out = []

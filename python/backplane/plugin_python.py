@@ -43,5 +43,5 @@ def plugin_module(backend):
     except ImportError as err:
         raise BackendError(
             f"backend '{backend.name}' ({backend.path}): its manifest names Python module {name!r}, "
-            f"found {'neither ' + str(init) + ' nor ' if init else ''}no importable module: {err}"
+            + (f"found neither {init} nor an importable module: {err}" if init else f"found no importable module: {err}")
         ) from err

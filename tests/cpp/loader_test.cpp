@@ -269,6 +269,20 @@ TEST(Loader, FileThatIsNotAPluginFails) {
   expect_contains(err, "libbackplane_junk.so");
 }
 
+TEST(Loader, APluginRefusedWhileOpeningStaysFailed) {
+  // Its manifest declares no op, but its library registers kernels: refused while it
+  // opens. Asking again must not report it loaded (a second dlopen runs no registration).
+  TempDir dir;
+  dir.add_plugin(kPlugins, "cpu", "liar", [](Manifest& m) { m.ops.clear(); });
+  const std::string first = load_error("liar", in(dir.path()));
+  expect_contains(first, "backend 'liar' failed (");
+  expect_contains(first, "registrations refused");
+  const std::string second = load_error("liar", in(dir.path()));
+  EXPECT_EQ(second, first);
+  for (const auto& r : load_discovered(in(dir.path())))
+    if (r.name == "liar") EXPECT_EQ(r.status, BackendStatus::Failed);
+}
+
 TEST(Loader, MissingDependencyNamesIt) {
   TempDir dir;
   dir.add_plugin(kFixtures, "fixture_needsdep", "fixture_needsdep");

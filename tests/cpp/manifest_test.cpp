@@ -139,6 +139,10 @@ TEST(Manifest, PythonSideIsOptionalAndStaysInsideThePluginDirectory) {
                                       ":11:14: key 'python_path' should be a directory relative to the manifest, "
                                       "without '..'; found '../../etc'");
   std::remove(path.c_str());
+  path = write_temp(cpu_manifest_plus("python_module: ../x\n"));
+  EXPECT_NE(manifest_error(path).find("key 'python_module' should be a dotted Python module name"), std::string::npos)
+      << manifest_error(path);
+  std::remove(path.c_str());
   path = write_temp(cpu_manifest_plus("python_path: python\n"));
   EXPECT_EQ(manifest_error(path), "bad manifest " + path + ":10:14: key 'python_path' needs 'python_module'");
   std::remove(path.c_str());

@@ -118,6 +118,13 @@ def test_in_place_op_on_a_leaf_that_requires_grad_is_refused():
         torch.ops.backplane.scale_(a, 2.0)
 
 
+def test_in_place_op_on_a_view_of_such_a_leaf_is_refused():
+    w = torch.randn(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an in-place"):
+        torch.ops.backplane.scale_(w[:2], 2.0)
+    assert w.is_leaf and w.grad_fn is None
+
+
 def test_in_place_op_bumps_the_version_counter():
     # What lets autograd notice a saved tensor was overwritten.
     c = torch.randn(4)
