@@ -23,7 +23,7 @@ FormulaBackward::FormulaBackward(const OpDef& op, const c10::OperatorHandle& han
   for (size_t pos : wanting_) {
     const std::string& formula = op.backward.at(op.arguments[pos].name());
     formulas_.push_back(conformance::ReferenceExpr::parse(formula));
-    input_sizes_.push_back(args[pos].toTensor().sizes().vec());
+    input_sizes_.push_back(args[pos].toTensor().sym_sizes().vec());
     uses_result_ = uses_result_ || formula.find("result") != std::string::npos;
   }
 }
@@ -50,9 +50,8 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
   }
   torch::autograd::variable_list out;
   for (size_t k = 0; k < wanting_.size(); ++k) {
-    at::Tensor g = formulas_[k].evaluate(names).toTensor();
-    if (g.sizes() != c10::IntArrayRef(input_sizes_[k])) g = at::sum_to(g, input_sizes_[k]);
-    out.push_back(std::move(g));
+    // Summed to the input's size where broadcasting made it larger (no-op otherwise).
+    out.push_back(at::sum_to(formulas_[k].evaluate(names).toTensor(), c10::SymIntArrayRef(input_sizes_[k])));
   }
   return out;
 }

@@ -39,7 +39,9 @@ class FormulaBackward : public torch::autograd::Node {
   std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
   std::vector<size_t> wanting_;
   std::vector<conformance::ReferenceExpr> formulas_;  // one per wanting_
-  std::vector<std::vector<int64_t>> input_sizes_;     // one per wanting_
+  // One per wanting_. Symbolic sizes: reading concrete ones would specialize a dynamic
+  // dimension under torch.export / torch.compile.
+  std::vector<std::vector<c10::SymInt>> input_sizes_;
   bool uses_result_ = false;
 };
 
