@@ -150,6 +150,14 @@ def table(results: dict) -> list[dict]:
     return lines
 
 
+def _cells(t: dict) -> tuple[str, str, str]:
+    """GB/s, percent of copy_ and ratio against the reference of a table line, as shown."""
+    gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
+    pct = f"{100 * t['pct_copy']:.0f}%" if t["pct_copy"] else "-"
+    ratio = f"{t['vs_reference']:.2f}" if t["vs_reference"] else "-"
+    return gbps, pct, ratio
+
+
 def format_table(results: dict) -> str:
     head = f"{'op':14} {'backend':8} {'shape':22} {'dtype':9} {'us':>10} {'spread':>7} {'GB/s':>8} {'%copy_':>7} {'x ref':>6}"
     out = [head, "-" * len(head)]
@@ -157,9 +165,7 @@ def format_table(results: dict) -> str:
         if t["error"]:
             out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} FAILED: {t['error']}")
             continue
-        pct = f"{100 * t['pct_copy']:.0f}%" if t["pct_copy"] else "-"
-        ratio = f"{t['vs_reference']:.2f}" if t["vs_reference"] else "-"
-        gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
+        gbps, pct, ratio = _cells(t)
         out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} {t['median_us']:10.2f} "
                    f"{100 * t['spread']:6.1f}% {gbps:>8} {pct:>7} {ratio:>6}")
     return "\n".join(out)
@@ -169,7 +175,8 @@ def markdown(results: dict, command: str = "") -> str:
     """A bench/RESULTS.md section from a run's JSON: machine, torch, date, the command,
     and the table."""
     ctx = results.get("context", {})
-    backends = sorted({t["backend"] for t in table(results)})
+    lines = table(results)
+    backends = sorted({t["backend"] for t in lines})
     plugins = "; ".join(f"{b}: {ctx.get('backend.' + b, '?')}" for b in backends)
     out = [f"### backplane bench: {', '.join(backends)} ({ctx.get('date', '')[:10]})", "",
            f"Machine `{ctx.get('host_name', '?')}`, {ctx.get('num_cpus', '?')} CPUs; torch "
@@ -178,13 +185,11 @@ def markdown(results: dict, command: str = "") -> str:
         out += [f"Command: `{command}`", ""]
     out += ["| op | backend | preset | dtype | backplane µs | spread | GB/s | % of copy_ | × reference |",
             "|---|---|---|---|---:|---:|---:|---:|---:|"]
-    for t in table(results):
+    for t in lines:
         if t["error"]:
             out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | FAILED: {t['error']} | | | | |")
             continue
-        pct = f"{100 * t['pct_copy']:.0f}%" if t["pct_copy"] else "-"
-        ratio = f"{t['vs_reference']:.2f}" if t["vs_reference"] else "-"
-        gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
+        gbps, pct, ratio = _cells(t)
         out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | {t['median_us']:.2f} | "
                    f"±{100 * t['spread']:.1f}% | {gbps} | {pct} | {ratio} |")
     out += ["", "GB/s: bytes each input read once and each output written once (1 GB = 1e9 B); % of copy_: "
