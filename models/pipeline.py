@@ -31,7 +31,7 @@ from backplane.package_plugins import backplane_ops, record_plugins
 
 from . import MODELS
 from .run import BACKENDS, BATCH_RANGE, REPO, Run, load_cases, reference_cases, save_io, say  # noqa: F401
-from .native_libstdcxx import check_package, choose_cxx
+from backplane.native_libstdcxx import check_package, choose_cxx
 from .progress import Ticker
 from .spec import assert_matches
 

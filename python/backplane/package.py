@@ -22,6 +22,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from . import layouts
+from .native_libstdcxx import StaticLibstdcxxError, check_package  # noqa: F401  (raised by load_package)
 
 __all__ = ["GuardedPackage", "add_layouts", "archive_prefix", "check_entries", "load_package", "read_layouts"]
 
@@ -114,10 +115,14 @@ def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **a
     was compiled for. Refuses, before anything is extracted, an archive with an entry that
     would land outside the extraction folder, and (unless allow_plugin_change) a package
     whose backplane ops another plugin serves here than when it was made
-    (package_plugins.py)."""
+    (package_plugins.py), and one whose model library links libstdc++ statically
+    (StaticLibstdcxxError: loading it would crash the process)."""
     from .package_plugins import check_plugins
 
     recorded = read_layouts(path)  # also checks the entries
+    # A model library with its own static libstdc++ crashes the process when it loads
+    # (docs/aoti-findings.md): refused here, with the compiler to use, instead.
+    check_package(path)
     plugin_notes = check_plugins(path, allow_plugin_change)
     # torch >= 2.14 then checks sizes, strides, dtype and device itself as well.
     os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")

@@ -14,6 +14,20 @@ def cpu_backend():
     backplane.load("cpu")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def inductor_cxx():
+    """AOTInductor packages compiled in this session use a C++ compiler that links
+    libstdc++ dynamically, as the pipeline's do: the GPU machine's default CXX links it
+    statically, and such a package crashes the process that loads it (load_package now
+    refuses one; docs/aoti-findings.md)."""
+    from torch._inductor import config
+
+    from backplane.native_libstdcxx import choose_cxx
+
+    with config.patch({"cpp.cxx": (None, choose_cxx(None))}):
+        yield
+
+
 class Plain(torch.nn.Module):
     """Plain aten ops whose output depends on where each element sits: read with the
     wrong strides, the package returns other numbers."""

@@ -18,7 +18,7 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from models import native_libstdcxx as guard  # noqa: E402
+from backplane import native_libstdcxx as guard  # noqa: E402
 from models import pipeline  # noqa: E402
 
 
@@ -58,6 +58,11 @@ def test_package_with_static_libstdcxx_is_refused(tmp_path, static_gxx):
         z.write(build_library(tmp_path, static_gxx), "model/data/aotinductor/model/model.so")
     with pytest.raises(guard.StaticLibstdcxxError, match=r"does not depend on libstdc\+\+\.so\.6.*CXX=/usr/bin/g\+\+"):
         guard.check_package(package)
+    # The public loader refuses it before loading (loading it crashed Python on the GPU machine).
+    import backplane
+
+    with pytest.raises(guard.StaticLibstdcxxError, match="links libstdc"):
+        backplane.load_package(package)
 
 
 def test_static_libstdcxx_package_end_to_end(tmp_path, static_gxx):

@@ -66,7 +66,7 @@ def test_package_loads_and_runs_in_python(packaged):
 
 
 def test_package_has_a_dynamic_libstdcxx(packaged):
-    from models.native_libstdcxx import LIBSTDCXX, package_libraries
+    from backplane.native_libstdcxx import LIBSTDCXX, package_libraries
 
     libraries = package_libraries(packaged.artifact("pt2"))
     assert libraries and all(LIBSTDCXX in needed for needed in libraries.values())
