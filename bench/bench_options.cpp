@@ -58,22 +58,8 @@ BenchOptions take_bench_options(int* argc, char** argv) {
   options.backends = split(backends);
   if (options.backends.empty()) throw std::invalid_argument("--backends names no backend");
 
-  std::set<std::string> known_ops, known_shapes;
-  for (const auto& op : registry().ops()) {
-    known_ops.insert(op.name);
-    for (const auto& shape : op.checks.bench) known_shapes.insert(shape.name);
-  }
-  for (const auto& op : split(values["--ops"].value_or(""))) {
-    if (!known_ops.count(op))
-      throw std::invalid_argument("--ops: the registry has no op '" + op + "'; it has: " + join(known_ops));
-    options.ops.insert(op);
-  }
-  for (const auto& shape : split(values["--shapes"].value_or(""))) {
-    if (!known_shapes.count(shape))
-      throw std::invalid_argument("--shapes: no op has a bench preset named '" + shape + "'; presets: " +
-                                  join(known_shapes));
-    options.shapes.insert(shape);
-  }
+  for (const auto& op : split(values["--ops"].value_or(""))) options.ops.insert(op);
+  for (const auto& shape : split(values["--shapes"].value_or(""))) options.shapes.insert(shape);
   const std::string dtypes = values["--dtypes"].value_or("float32,bfloat16");
   for (const auto& name : split(dtypes)) {
     auto it = dtype_names().find(name);  // the registry's dtype names
@@ -91,6 +77,22 @@ BenchOptions take_bench_options(int* argc, char** argv) {
       throw std::invalid_argument("--min-time: expected seconds > 0 such as 0.05, found '" + text + "'");
   }
   return options;
+}
+
+void check_names(const BenchOptions& options) {
+  std::set<std::string> known_ops, known_shapes;
+  for (const OpDef& op : all_ops()) {
+    known_ops.insert(op.id());
+    for (const auto& shape : op.checks.bench) known_shapes.insert(shape.name);
+  }
+  for (const auto& op : options.ops)
+    if (!known_ops.count(op))
+      throw std::invalid_argument("--ops: no op '" + op + "' in the registry or a loaded plugin's fragment; known: " +
+                                  join(known_ops));
+  for (const auto& shape : options.shapes)
+    if (!known_shapes.count(shape))
+      throw std::invalid_argument("--shapes: no op has a bench preset named '" + shape + "'; presets: " +
+                                  join(known_shapes));
 }
 
 }  // namespace backplane::bench

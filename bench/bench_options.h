@@ -31,4 +31,8 @@ struct BenchOptions {
 // Removes the options above from argv (argc updated). Throws std::invalid_argument.
 BenchOptions take_bench_options(int* argc, char** argv);
 
+// Once the backends are loaded (their fragments may define ops): every --ops and
+// --shapes name is known. Throws std::invalid_argument naming the known ones.
+void check_names(const BenchOptions& options);
+
 }  // namespace backplane::bench

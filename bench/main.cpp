@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
     std::cerr << "backplane_bench: no backend left to benchmark\n";
     return 1;
   }
+  try {
+    backplane::bench::check_names(options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "backplane_bench: " << e.what() << "\n";
+    return 2;
+  }
   add_context(selection);
   backplane::bench::set_min_time(options.min_time);
   for (const auto& backend : selection.selected) {

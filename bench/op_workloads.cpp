@@ -50,7 +50,7 @@ int64_t traffic_bytes(const OpDef& op, const std::vector<c10::IValue>& args, int
     return k == ShapeRuleKind::InPlace ? bytes + written.nbytes() : bytes;
   }
   torch::jit::Stack stack(args.begin(), args.end());
-  c10::Dispatcher::singleton().findSchemaOrThrow(("backplane::" + op.name).c_str(), "").callBoxed(stack);
+  conformance::op_handle(op).callBoxed(stack);
   const at::Tensor out = stack[0].toTensor();
   *out_elements = out.numel();
   return bytes + out.nbytes();
@@ -63,13 +63,13 @@ WorkloadFactory backplane_row(const OpDef& op, const OpInputs& shape, c10::Scala
       throw std::runtime_error("wrong result against the reference, not timed: " + *wrong);
     int64_t elements = 0;
     const int64_t bytes = traffic_bytes(op, args, &elements);
-    const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(("backplane::" + op.name).c_str(), "");
+    const auto handle = conformance::op_handle(op);
     return Workload{[handle, args] {
                       torch::jit::Stack stack(args.begin(), args.end());
                       handle.callBoxed(stack);
                       benchmark::DoNotOptimize(stack);
                     },
-                    bytes, elements, dtype_name(dtype) + " backplane::" + op.name};
+                    bytes, elements, dtype_name(dtype) + " " + op.qualified_name()};
   };
 }
 
@@ -108,22 +108,23 @@ std::string shape_label(const OpInputs& shape) {
 }  // namespace
 
 void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options) {
-  for (const auto& op : registry().ops()) {
-    if (!options.wants_op(op.name)) continue;
+  for (const OpDef& op : all_ops()) {
+    const std::string id = op.id();
+    if (!options.wants_op(id)) continue;
     if (op.checks.bench.empty()) {
-      std::cerr << "backplane_bench: " << op.name << " has no bench shapes in the registry; not benchmarked\n";
+      std::cerr << "backplane_bench: " << id << " has no bench shapes in the registry; not benchmarked\n";
       continue;
     }
-    if (!backend.ops.count(op.name))
-      std::cerr << "backplane_bench: " << op.name << " is not implemented on " << backend.name
+    if (!backend.ops.count(id))
+      std::cerr << "backplane_bench: " << id << " is not implemented on " << backend.name
                 << "; only its reference rows run\n";
     for (const auto& shape : op.checks.bench)
       for (auto dtype : options.dtypes) {
         if (!op.supports(dtype) || !options.wants_shape(shape.name)) continue;
         const std::string suffix = "/" + shape_label(shape) + "_" + dtype_name(dtype);
-        const std::string prefix = op.name + "/" + backend.name + "/";
+        const std::string prefix = id + "/" + backend.name + "/";
         register_workload(prefix + "copy_" + suffix, backend.device, copy_row(op, shape, dtype));
-        if (backend.ops.count(op.name))
+        if (backend.ops.count(id))
           register_workload(prefix + "backplane" + suffix, backend.device, backplane_row(op, shape, dtype));
         if (!op.checks.reference.empty())
           register_workload(prefix + "reference" + suffix, backend.device, reference_row(op, shape, dtype));

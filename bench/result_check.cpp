@@ -28,7 +28,7 @@ std::optional<std::string> check_result(const OpDef& op, const std::vector<c10::
     names[op.arguments[i].name()] = t.cpu().to(at::kDouble);
   }
   const torch::jit::Stack call = stack;
-  conformance::op_handle(op.name).callBoxed(stack);
+  conformance::op_handle(op).callBoxed(stack);
   const at::Tensor actual = writes ? call[written].toTensor() : stack[0].toTensor();
   const c10::IValue expected = conformance::ReferenceExpr::parse(op.checks.reference).evaluate(names);
   std::optional<std::pair<double, double>> tolerance;

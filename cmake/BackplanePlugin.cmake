@@ -12,6 +12,10 @@
 #                                    plugin (python/<module>) and installed with it.
 #                                    Without it the module is imported by name (a plugin
 #                                    wheel that ships it as its own package)
+#     [REGISTRY <file.yaml>]         the plugin's own ops: a registry fragment with its
+#                                    own `namespace:` (docs/vendor-ops.md), checked at
+#                                    build time, copied beside the plugin as
+#                                    libbackplane_<name>.ops.yaml and named in its manifest
 #     [NO_INSTALL])
 #
 # Builds libbackplane_<name>.so and, right after linking, its manifest
@@ -42,7 +46,7 @@ if(NOT BACKPLANE_CORE_TARGET)
 endif()
 
 function(backplane_add_plugin name)
-  cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES" "SOURCES;LINK"
+  cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY" "SOURCES;LINK"
                         ${ARGN})
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "backplane_add_plugin(${name}): unexpected arguments: ${P_UNPARSED_ARGUMENTS}")
@@ -101,9 +105,24 @@ function(backplane_add_plugin name)
               ${P_OUTPUT_DIR}/python/${P_PYTHON_MODULE}
       VERBATIM)
   endif()
+  set(registry_args "")
+  set(fragment_copy "")
+  if(P_REGISTRY)
+    get_filename_component(fragment ${P_REGISTRY} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+    if(NOT EXISTS ${fragment})
+      message(FATAL_ERROR "backplane_add_plugin(${name}): REGISTRY ${P_REGISTRY}: no such file (${fragment})")
+    endif()
+    set(fragment_copy ${P_OUTPUT_DIR}/libbackplane_${name}.ops.yaml)
+    set(registry_args --registry ${fragment} --registry-name libbackplane_${name}.ops.yaml)
+    # An edit of the fragment relinks the plugin, which rewrites the copy and the manifest.
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${fragment})
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND ${CMAKE_COMMAND} -E copy ${fragment} ${fragment_copy}
+      VERBATIM)
+  endif()
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND $<TARGET_FILE:${BACKPLANE_MANIFEST_TARGET}> --plugin $<TARGET_FILE:${target}> --name ${name}
-            --key ${P_DISPATCH_KEY} --version ${P_VERSION} ${python_args} --out ${manifest}
+            --key ${P_DISPATCH_KEY} --version ${P_VERSION} ${python_args} ${registry_args} --out ${manifest}
     COMMENT "Writing manifest of backend '${name}'"
     VERBATIM)
 
@@ -112,7 +131,7 @@ function(backplane_add_plugin name)
       set(BACKPLANE_INSTALL_PLUGIN_DIR lib)
     endif()
     install(TARGETS ${target} LIBRARY DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR})
-    install(FILES ${manifest} DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR})
+    install(FILES ${manifest} ${fragment_copy} DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR})
     if(P_PYTHON_SOURCES)
       install(DIRECTORY ${P_PYTHON_SOURCES}/${P_PYTHON_MODULE} DESTINATION ${BACKPLANE_INSTALL_PLUGIN_DIR}/python
               PATTERN __pycache__ EXCLUDE)

@@ -4,6 +4,7 @@
 #   2. `backplane new-backend acme --dispatch-key CPU`, built out of tree against the prefix;
 #      `backplane check acme` lists every op as not implemented, one line each;
 #   3. fill one op (mul), rebuild: it passes conformance and opcheck, loaded by name beside cpu;
+#   3a. an op of its own (a registry fragment, acme::fused_gelu): listed, checked, opcheck'd;
 #   3b. the same for a PrivateUse1 device, `nova`: a running device from the start (its
 #      device-level tests pass before any kernel), then one kernel;
 #   4. build the wheel (pip wheel at the repository root) and install it in a fresh venv:
@@ -54,6 +55,54 @@ echo "new-backend to a loaded backend passing one op: $((t1 - t0)) s"
   || fail "acme and cpu not both loaded"
 BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" \
   "$PY" -m pytest -q -p no:cacheprovider "$WORK/acme/tests" -W "ignore::UserWarning"
+
+step "3a. an op of its own: acme::fused_gelu from a registry fragment (ops.yaml)"
+cat > "$WORK/acme/ops.yaml" <<'YAML'
+namespace: acme
+ops:
+  - schema: fused_gelu(Tensor x) -> Tensor
+    doc: GELU (erf form) in one pass.
+    dtypes: [float32, float64]
+    shape: {same_as: x}
+    reference: aten::gelu(x)
+    backward: {x: "aten::gelu_backward(grad, x)"}
+YAML
+cat > "$WORK/acme/kernels/fused_gelu.cpp" <<'CPP'
+#include <backplane/kernel.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+
+#include <cmath>
+
+namespace acme {
+// out is a new contiguous tensor of x's sizes (the core allocated it from the shape rule).
+void fused_gelu(at::Tensor& out, const at::Tensor& x) {
+  const at::Tensor in = x.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "fused_gelu", [&] {
+    const scalar_t* src = in.data_ptr<scalar_t>();
+    scalar_t* dst = out.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < in.numel(); ++i) dst[i] = src[i] * 0.5 * (1 + std::erf(src[i] * M_SQRT1_2));
+  });
+}
+}  // namespace acme
+
+BACKPLANE_NS_KERNEL(acme, CPU, fused_gelu, acme::fused_gelu)
+CPP
+cmake "$WORK/acme/build" >/dev/null  # ops.yaml is picked up at configure time
+cmake --build "$WORK/acme/build" --parallel >/dev/null
+"$PREFIX_CLI" ops --plugin-path "$WORK/acme/build/lib" --backends acme | grep -E "^acme::fused_gelu +yes " \
+  || fail "backplane ops does not show acme::fused_gelu served by acme"
+"$PREFIX_CLI" check acme --plugin-path "$WORK/acme/build/lib" --ops acme::fused_gelu
+BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" \
+  "$PY" -m pytest -q -p no:cacheprovider "$WORK/acme/tests" -W "ignore::UserWarning" -k fused_gelu
+BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" "$PY" -c "
+import torch, backplane
+backplane.load('acme')
+x = torch.randn(6, 7, dtype=torch.float64, requires_grad=True)
+torch.testing.assert_close(torch.ops.acme.fused_gelu(x), torch.nn.functional.gelu(x))
+assert torch.autograd.gradcheck(torch.ops.acme.fused_gelu, (x,))
+print('acme::fused_gelu: values and gradients match PyTorch')"
 
 step "3b. scaffold a PrivateUse1 device, build it, fill one op"
 t0=$(date +%s)

@@ -63,7 +63,7 @@ std::string inputs_json(const std::vector<OpInputs>& list) {
 std::string ops_json() {
   std::vector<std::string> rows;
   for (const auto& row : coverage(backends())) {
-    const OpDef& def = *registry().find(row.op);
+    const OpDef& def = *find_op_def(row.op);
     std::vector<std::string> dtypes, cells;
     for (auto dtype : def.dtypes) dtypes.push_back(dtype_name(dtype));
     for (const auto& cell : row.backends)
@@ -75,6 +75,7 @@ std::string ops_json() {
                           .done());
     rows.push_back(json::Object()
                        .str("name", row.op)
+                       .str("namespace", def.ns)
                        .str("schema", def.schema)
                        .str("doc", row.doc)
                        .raw("dtypes", json::list(dtypes))

@@ -98,6 +98,7 @@ std::string backend_record(const BackendRecord& r) {
       .raw("ops", list(r.ops))
       .str("python_module", r.python_module)
       .str("python_path", r.python_path)
+      .str("registry", r.registry)
       .done();
 }
 

@@ -2,6 +2,7 @@
 #include <backplane/loader.h>
 #include <backplane/manifest.h>
 #include <backplane/registry.h>
+#include <backplane/vendor_ops.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>
@@ -38,8 +39,8 @@ std::string join(const std::vector<std::string>& items, const char* sep = ", ") 
   return out;
 }
 
-std::optional<c10::OperatorHandle> find_op(const std::string& op) {
-  return c10::Dispatcher::singleton().findOp(c10::OperatorName(std::string(kNamespace) + "::" + op, ""));
+std::optional<c10::OperatorHandle> find_op(const OpDef& op) {
+  return c10::Dispatcher::singleton().findOp(c10::OperatorName(op.qualified_name(), ""));
 }
 
 class Loader {
@@ -171,10 +172,28 @@ class Loader {
     }
     if (key == c10::DispatchKey::PrivateUse1)
       if (auto why = privateuse1_taken(name)) return reject(*why);
+    std::optional<Fragment> fragment;
+    if (!manifest.registry.empty()) {
+      record.registry = detail::join_path(detail::parent_dir(record.path), manifest.registry);
+      try {
+        fragment = read_fragment(record.registry);
+        check_fragment(*fragment);
+      } catch (const std::exception& e) {
+        return reject("its registry fragment is refused: " + std::string(e.what()));
+      }
+    }
     for (const auto& op : manifest.ops) {
-      if (!registry().find(op)) return reject("manifest lists op '" + op + "', which the registry does not define");
+      const OpDef* def = find_op_def(op);
+      if (!def && fragment)
+        for (const OpDef& own : fragment->ops)
+          if (own.id() == op) def = &own;
+      if (!def)
+        return reject("manifest lists op '" + op + "', which neither the registry" +
+                      (fragment ? " nor its fragment " + record.registry : std::string()) +
+                      " defines (a plugin's own ops come from a registry fragment: if another plugin's fragment "
+                      "defines it, load that plugin first)");
       if (manifest.registration == "direct")
-        if (auto why = direct_conflict(name, op, key)) return reject(*why);
+        if (auto why = direct_conflict(name, *def, key)) return reject(*why);
     }
     record.status = BackendStatus::Available;
     return record;
@@ -199,15 +218,16 @@ class Loader {
   // A plugin registering with plain m.impl cannot share a device: it would silently
   // override the kernel already there (PyTorch only warns). Plugins registering through
   // the core can (selection.h).
-  std::optional<std::string> direct_conflict(const std::string& name, const std::string& op, c10::DispatchKey key) const {
-    auto handle = find_op(op);
+  std::optional<std::string> direct_conflict(const std::string& name, const OpDef& def, c10::DispatchKey key) const {
+    const std::string op = def.id();
+    auto handle = find_op(def);
     if (!handle || !handle->hasKernelForDispatchKey(key)) return std::nullopt;
     std::string holder = "a library not loaded through backplane";
     for (const auto& [other, record] : records_)
       if (other != name && record.status == BackendStatus::Loaded && record.dispatch_key == c10::toString(key) &&
           std::count(record.ops.begin(), record.ops.end(), op))
         holder = "backend '" + other + "' (" + record.path + ")";
-    return "would register backplane::" + op + " for " + c10::toString(key) + ", already registered by " + holder +
+    return "would register " + def.qualified_name() + " for " + c10::toString(key) + ", already registered by " + holder +
            "; it registers directly (m.impl), so it cannot share the device: register with BACKPLANE_KERNEL to let "
            "the core choose per op";
   }
@@ -215,6 +235,16 @@ class Loader {
   BackendRecord open(const std::string& name, const std::string& plugin_path) {
     BackendRecord record = inspect(name, plugin_path);
     if (record.status != BackendStatus::Available) return record;
+    // Its own ops first: its kernels register for them while dlopen runs.
+    if (!record.registry.empty()) {
+      try {
+        define_fragment(read_fragment(record.registry), name);
+      } catch (const std::exception& e) {
+        record.status = BackendStatus::Rejected;
+        record.reason = "its registry fragment is refused: " + std::string(e.what());
+        return record;
+      }
+    }
     // RTLD_LOCAL: a plugin's symbols stay its own (plugins also build with hidden
     // visibility). The handle is deliberately never closed.
     // Its kernels register during dlopen, through the core (kernel.h), which checks each
@@ -255,9 +285,9 @@ class Loader {
 
   static std::vector<std::string> registered_ops(c10::DispatchKey key) {
     std::vector<std::string> ops;
-    for (const auto& op : registry().ops()) {
-      auto handle = find_op(op.name);
-      if (handle && handle->hasKernelForDispatchKey(key)) ops.push_back(op.name);
+    for (const OpDef& op : all_ops()) {
+      auto handle = find_op(op);
+      if (handle && handle->hasKernelForDispatchKey(key)) ops.push_back(op.id());
     }
     return ops;
   }

@@ -48,7 +48,8 @@ Manifest read_manifest(const std::string& path) {
   // a misspelling or a manifest for another core, never something to skip.
   if (auto problem = detail::find_duplicate_key(root)) fail(path, problem->node, problem->message);
   static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key", "registration",
-                                              "torch_version", "cxx11_abi", "ops", "python_module", "python_path"};
+                                              "torch_version", "cxx11_abi", "ops", "python_module", "python_path",
+                                              "registry"};
   if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
   Manifest m;
   m.plugin_abi = field<int>(path, root, "backplane_plugin_abi", "an integer");
@@ -85,6 +86,12 @@ Manifest read_manifest(const std::string& path) {
   } else if (root["python_path"]) {
     fail(path, root["python_path"], "key 'python_path' needs 'python_module'");
   }
+  if (root["registry"]) {
+    m.registry = field<std::string>(path, root, "registry", "a registry fragment file");
+    if (m.registry.empty() || m.registry[0] == '/' || m.registry.find("..") != std::string::npos)
+      fail(path, root["registry"], "key 'registry' should be a file relative to the manifest, without '..'; found '" +
+                                       m.registry + "'");
+  }
   return m;
 }
 
@@ -99,10 +106,14 @@ std::string manifest_to_yaml(const Manifest& m) {
       << "cxx11_abi: " << (m.cxx11_abi ? "true" : "false") << "\n"
       << "registration: " << m.registration << "\n"
       << "ops: [";
-  for (size_t i = 0; i < m.ops.size(); ++i) out << (i ? ", " : "") << m.ops[i];
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const bool qualified = m.ops[i].find(':') != std::string::npos;  // a vendor op: quoted for YAML
+    out << (i ? ", " : "") << (qualified ? "\"" + m.ops[i] + "\"" : m.ops[i]);
+  }
   out << "]\n";
   if (!m.python_module.empty()) out << "python_module: " << m.python_module << "\n";
   if (!m.python_path.empty()) out << "python_path: " << m.python_path << "\n";
+  if (!m.registry.empty()) out << "registry: " << m.registry << "\n";
   return out.str();
 }
 

@@ -72,9 +72,9 @@ bool unsafe_overlap(const at::Tensor& out, const at::Tensor& in) {
 
 }  // namespace
 
-OpContract::OpContract(std::string_view op_name) : def_(registry().find(op_name)) {
-  TORCH_CHECK(def_ != nullptr, "backplane: no op named '", op_name, "' in the registry");
-  qualified_name_ = std::string(kNamespace) + "::" + def_->name;
+OpContract::OpContract(std::string_view op_name) : def_(find_op_def(op_name)) {
+  TORCH_CHECK(def_ != nullptr, "backplane: no op named '", op_name, "' in the registry or a loaded plugin's fragment");
+  qualified_name_ = def_->qualified_name();
   for (const auto& name : def_->tensor_args) tensor_positions_.push_back(def_->arg_index(name));
   for (const auto& name : def_->shape.args) rule_positions_.push_back(def_->arg_index(name));
 }

@@ -28,6 +28,10 @@ const c10::IValue* OpInputs::find(std::string_view arg) const {
   return nullptr;
 }
 
+std::string OpDef::id() const { return ns == kNamespace ? name : ns + "::" + name; }
+
+std::string OpDef::qualified_name() const { return ns + "::" + name; }
+
 bool OpDef::supports(c10::ScalarType dtype) const {
   return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
 }
@@ -117,7 +121,12 @@ const Registry& registry() {
   // (backplane_registry_check), so a failure here means a corrupted build.
   static const Registry parsed = [] {
     Registry all;
-    for (const auto& source : detail::registry_sources()) all.merge(parse_registry(source.text, source.file));
+    for (const auto& source : detail::registry_sources()) {
+      Registry file = parse_registry(source.text, source.file);
+      for (const OpDef& op : file.ops())  // the build's registry check refuses this too
+        if (op.ns != kNamespace) throw RegistryError(op.where, "the core registry defines backplane:: ops only");
+      all.merge(std::move(file));
+    }
     all.check_classes();
     return all;
   }();

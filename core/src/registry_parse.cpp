@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -112,8 +113,8 @@ class OpParser {
       }
     }();
     if (schema.name().find("::") != std::string::npos)
-      fail(node, "schema '" + op_.schema + "' names a namespace; write it without one (the namespace is always '" +
-                     kNamespace + "')");
+      fail(node, "schema '" + op_.schema + "' names a namespace; write it without one (the namespace is the "
+                     "document's `namespace:`, '" + std::string(kNamespace) + "' by default)");
     if (!schema.overload_name().empty())
       fail(node, "schema '" + op_.schema + "' has an overload name ('" + schema.overload_name() +
                      "'); overloads are not supported, give the op its own name");
@@ -260,8 +261,21 @@ Registry parse_registry(const std::string& text, const std::string& file) {
                                             kind_name(root));
   for (const auto& entry : root) {
     const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-    if (key != "ops" && key != "classes")
-      throw RegistryError(at(file, entry.first), "unknown top-level key '" + key + "'; expected: ops, classes");
+    if (key != "ops" && key != "classes" && key != "namespace")
+      throw RegistryError(at(file, entry.first), "unknown top-level key '" + key + "'; expected: namespace, ops, classes");
+  }
+  std::string ns = kNamespace;
+  if (const YAML::Node given = root["namespace"]) {
+    ns = given.IsScalar() ? given.Scalar() : "";
+    bool identifier = !ns.empty() && (std::islower(static_cast<unsigned char>(ns[0])) || ns[0] == '_');
+    for (char c : ns)
+      identifier = identifier && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_');
+    if (!identifier)
+      throw RegistryError(at(file, given), "namespace '" + ns + "' should be a lower-case identifier such as acme " +
+                                               "([a-z_][a-z0-9_]*), found " + (given.IsScalar() ? "'" + ns + "'" : kind_name(given)));
+    static const std::set<std::string> pytorch_own = {"aten", "prim", "prims", "torch", "_", "c10d", "quantized", "inductor"};
+    if (pytorch_own.count(ns))
+      throw RegistryError(at(file, given), "namespace '" + ns + "' belongs to PyTorch; give your ops a namespace of your own");
   }
   Registry out;
   const YAML::Node ops = root["ops"];
@@ -270,7 +284,11 @@ Registry parse_registry(const std::string& text, const std::string& file) {
   if (ops) {
     if (!ops.IsSequence())
       throw RegistryError(at(file, ops), std::string("expected 'ops' to be a list, found ") + kind_name(ops));
-    for (const auto& node : ops) out.add(OpParser(file, node).parse());
+    for (const auto& node : ops) {
+      OpDef op = OpParser(file, node).parse();
+      op.ns = ns;
+      out.add(std::move(op));
+    }
   }
   if (classes) {
     if (!classes.IsSequence())

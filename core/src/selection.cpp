@@ -27,7 +27,8 @@ struct Offer {
 };
 
 struct Slot {
-  std::string op;
+  std::string op;       // its id: "add", "acme::fused_gelu"
+  std::string ns, op_name;  // "acme", "fused_gelu"
   c10::DispatchKey key;
   std::list<Offer> offers;  // a list: `chosen` points into it
   std::atomic<const c10::KernelFunction*> chosen{nullptr};
@@ -59,30 +60,37 @@ class Selection {
     return *instance;
   }
 
-  void offer(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
+  void offer(torch::Library& m, const char* name, c10::DispatchKey key, c10::KernelFunction kernel,
              torch::CppFunction&& direct) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     ++registrations;
     detail::LoadingPlugin* plugin = loading;
     if (plugin == nullptr) {  // opened outside the loader (the manifest tool, torch.ops.load_library)
-      m.impl(op, std::move(direct));
+      m.impl(name, std::move(direct));
       return;
     }
+    const OpDef* def = find_op_def(name);
+    if (def == nullptr) {  // a vendor op whose fragment was never defined
+      plugin->violations.push_back("registers " + std::string(name) +
+                                   ", which neither the registry nor its manifest's registry fragment defines");
+      return;
+    }
+    const std::string op = def->id(), qualified = def->qualified_name();
     const std::string key_name = c10::toString(key);
     if (key_name != plugin->dispatch_key) {
-      plugin->violations.push_back("registers backplane::" + std::string(op) + " for " + key_name +
+      plugin->violations.push_back("registers " + qualified + " for " + key_name +
                                    ", but its manifest declares dispatch key " + plugin->dispatch_key);
       return;
     }
     if (std::find(plugin->ops.begin(), plugin->ops.end(), op) == plugin->ops.end()) {
-      plugin->violations.push_back("registers backplane::" + std::string(op) + ", which its manifest does not list");
+      plugin->violations.push_back("registers " + qualified + ", which its manifest does not list");
       return;
     }
     auto existing = slots_.find({op, key});
     if (existing == slots_.end()) {
-      auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(std::string("backplane::") + op, ""));
+      auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(qualified, ""));
       if (handle && handle->hasKernelForDispatchKey(key)) {
-        plugin->violations.push_back("would register backplane::" + std::string(op) + " for " + key_name +
+        plugin->violations.push_back("would register " + qualified + " for " + key_name +
                                      ", already registered directly (m.impl) by a plugin the core cannot choose "
                                      "between");
         return;
@@ -93,10 +101,12 @@ class Selection {
     if (!slot) {
       slot = std::make_unique<Slot>();
       slot->op = op;
+      slot->ns = def->ns;
+      slot->op_name = def->name;
       slot->key = key;
     }
     slot->offers.push_back({plugin->name, std::move(kernel)});
-    if (slot->offers.size() == 1) m.impl(op, std::move(direct));  // the only offer: no selector in the way
+    if (slot->offers.size() == 1) m.impl(def->name.c_str(), std::move(direct));  // the only offer: no selector in the way
     choose(*slot);
   }
 
@@ -107,8 +117,8 @@ class Selection {
       // Installing over the first plugin's kernel is deliberate: keep PyTorch's
       // "Overriding a previously registered kernel" warning out of the user's way.
       DropOverrideWarnings quiet;
-      slot->selector = std::make_unique<torch::Library>(torch::Library::IMPL, "backplane", slot->key, __FILE__, __LINE__);
-      slot->selector->impl(slot->op.c_str(),
+      slot->selector = std::make_unique<torch::Library>(torch::Library::IMPL, slot->ns, slot->key, __FILE__, __LINE__);
+      slot->selector->impl(slot->op_name.c_str(),
                            torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Selector>(slot.get())));
     }
     for (auto& [_, slot] : slots_) {
@@ -205,7 +215,8 @@ std::string trim(const std::string& s) {
 // Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
 // is not a plugin name.
 void check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
-  if (op != "*" && !registry().find(op)) throw std::invalid_argument(what + ": the registry has no op '" + op + "'");
+  if (op != "*" && !find_op_def(op))
+    throw std::invalid_argument(what + ": no op '" + op + "' in the registry or a loaded plugin's fragment");
   for (const auto& p : plugins)
     if (!is_valid_backend_name(p))
       throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");

@@ -117,7 +117,7 @@ struct Cell {
 
 Cell cell_for(const BackendRecord& r, const OpDef& op) {
   Cell cell;
-  cell.implemented = std::count(r.ops.begin(), r.ops.end(), op.name) > 0;
+  cell.implemented = std::count(r.ops.begin(), r.ops.end(), op.id()) > 0;
   if (!cell.implemented) return cell;
   std::optional<c10::Device> device;
   if (r.status == BackendStatus::Loaded) device = conformance::device_for_key(r.dispatch_key, nullptr);
@@ -134,16 +134,18 @@ int ops_command(const Options& options) {
   const auto records = load_selected(options);
   const auto served = serving();
   std::vector<std::string> json_rows;
+  const auto ops = all_ops();  // after loading: plugins' own ops too
+  const int width = op_column_width(ops);
   if (!options.json) {
-    std::cout << std::left << std::setw(16) << "OP";
+    std::cout << std::left << std::setw(width) << "OP";
     for (const auto& r : records) std::cout << std::setw(12) << r.name;
     std::cout << "DTYPES (registry)\n";
   }
-  for (const auto& op : registry().ops()) {
+  for (const OpDef& op : ops) {
     std::vector<std::string> declared;
     for (auto d : op.dtypes) declared.push_back(dtype_name(d));
     std::vector<std::string> cells_json;
-    if (!options.json) std::cout << std::left << std::setw(16) << op.name;
+    if (!options.json) std::cout << std::left << std::setw(width) << op.id();
     for (const auto& r : records) {
       const Cell cell = cell_for(r, op);
       if (options.json) {
@@ -164,7 +166,7 @@ int ops_command(const Options& options) {
     }
     if (options.json) {
       json_rows.push_back(json::Object()
-                              .str("op", op.name)
+                              .str("op", op.id())
                               .str("schema", op.schema)
                               .str("doc", op.doc)
                               .raw("dtypes", json::list(declared))
@@ -258,6 +260,12 @@ void print_help(const Command& c, std::ostream& out) {
 
 }  // namespace
 
+int op_column_width(const std::vector<std::reference_wrapper<const OpDef>>& ops) {
+  size_t longest = 14;
+  for (const OpDef& op : ops) longest = std::max(longest, op.id().size());
+  return static_cast<int>(longest + 2);
+}
+
 std::vector<BackendRecord> load_selected(const Options& options) {
   std::vector<std::string> names;
   if (options.backends) {
@@ -334,8 +342,9 @@ int main(int argc, char** argv) {
       options.verbose = true;
     } else if (own && arg == "--ops") {
       options.ops = split(argv[++i]);
-      for (const auto& op : options.ops)
-        if (!backplane::registry().find(op)) return usage_error("--ops: the registry has no op '" + op + "'");
+      for (const auto& op : options.ops)  // a plugin's own op (ns::name) is known once it loads: checked then
+        if (!backplane::find_op_def(op) && op.find("::") == std::string::npos)
+          return usage_error("--ops: the registry has no op '" + op + "'");
     } else if (own) {  // the subcommand's own flags (run): passed on with their value
       options.rest.push_back(arg);
       if (own_valued) options.rest.push_back(argv[++i]);

@@ -15,10 +15,18 @@ int check_command(const Options& options) {
   using conformance::Outcome;
   int failures = 0;
   std::vector<std::string> json_rows;
+  const auto records = load_selected(options);  // loading may define plugins' own ops
+  for (const auto& op : options.ops)
+    if (!find_op_def(op)) {
+      std::cerr << "backplane check: --ops: no op '" << op << "' in the registry or a loaded plugin's fragment\n";
+      return 2;
+    }
+  const auto ops = all_ops();
+  const int width = op_column_width(ops);
   if (!options.json)
-    std::cout << std::left << std::setw(12) << "BACKEND" << std::setw(16) << "OP" << std::setw(8) << "PASSED"
+    std::cout << std::left << std::setw(12) << "BACKEND" << std::setw(width) << "OP" << std::setw(8) << "PASSED"
               << std::setw(8) << "FAILED" << "SKIPPED\n";
-  for (const auto& record : load_selected(options)) {
+  for (const auto& record : records) {
     std::string why;
     std::optional<c10::Device> device;
     if (record.status != BackendStatus::Loaded)
@@ -33,12 +41,12 @@ int check_command(const Options& options) {
       continue;
     }
     const auto results = conformance::check_backend(record, *device, options.ops);
-    for (const auto& op : registry().ops()) {
+    for (const OpDef& op : ops) {
       int passed = 0, failed = 0, skipped = 0;
       bool missing = false, ran = false;
       std::vector<const conformance::Result*> bad;
       for (const auto& r : results) {
-        if (r.op != op.name) continue;
+        if (r.op != op.id()) continue;
         ran = true;
         if (r.outcome == Outcome::NotImplemented) missing = true;
         else if (r.outcome == Outcome::Skipped) ++skipped;
@@ -49,7 +57,7 @@ int check_command(const Options& options) {
       failures += failed;
       if (options.json) {
         json::Object row;
-        row.str("backend", record.name).str("op", op.name);
+        row.str("backend", record.name).str("op", op.id());
         if (missing) {
           row.str("status", "not implemented");
         } else {
@@ -66,7 +74,7 @@ int check_command(const Options& options) {
         json_rows.push_back(row.done());
         continue;
       }
-      std::cout << std::setw(12) << record.name << std::setw(16) << op.name;
+      std::cout << std::setw(12) << record.name << std::setw(width) << op.id();
       if (missing) {
         std::cout << "not implemented on " << record.name << "\n";
         continue;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <backplane/loader.h>
+#include <backplane/registry.h>
 
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@ struct Options {
 // Loads what the options name (throws BackendError), or every backend found when
 // none is named (broken ones are recorded, never thrown). Returns the records selected.
 std::vector<BackendRecord> load_selected(const Options& options);
+
+// The width of a table's OP column: wide enough for the longest op id plus a space.
+int op_column_width(const std::vector<std::reference_wrapper<const OpDef>>& ops);
 
 int check_command(const Options& options);
 int run_command(const Options& options);

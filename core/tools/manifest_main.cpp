@@ -1,11 +1,14 @@
 // backplane_manifest: run by the build right after a plugin links. Opens the plugin
 // in this (separate) process, asks the dispatcher which registry ops now have a
 // kernel for the plugin's dispatch key, and writes the manifest the loader reads
-// before it opens the plugin in a user's process.
+// before it opens the plugin in a user's process. A plugin with its own ops names its
+// registry fragment (--registry, checked here, so a bad one fails the build with its
+// file:line) and the name the fragment has beside the plugin (--registry-name).
 #include <backplane/kernel.h>
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
+#include <backplane/vendor_ops.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -20,9 +23,17 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
   for (const char* required : {"--plugin", "--name", "--key", "--version", "--out"}) {
     if (!args.count(required)) {
-      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] (missing " << required
+      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] [--registry YAML --registry-name FILE] (missing " << required
                 << ")\n";
       return 2;
+    }
+  }
+  if (args.count("--registry")) {
+    try {  // its own ops must exist before its kernels register for them
+      backplane::define_fragment(backplane::read_fragment(args["--registry"]), args["--name"]);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
     }
   }
   const std::size_t before = backplane::detail::core_registrations();
@@ -42,13 +53,14 @@ int main(int argc, char** argv) {
     manifest.python_module = args["--python-module"];
     if (args.count("--python-path")) manifest.python_path = args["--python-path"];
   }
+  if (args.count("--registry")) manifest.registry = args.count("--registry-name") ? args["--registry-name"] : "";
   std::vector<std::string> missing;
-  for (const auto& op : backplane::registry().ops()) {
-    auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName("backplane::" + op.name, ""));
+  for (const backplane::OpDef& op : backplane::all_ops()) {
+    auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(op.qualified_name(), ""));
     if (handle && handle->hasKernelForDispatchKey(key))
-      manifest.ops.push_back(op.name);
+      manifest.ops.push_back(op.id());
     else
-      missing.push_back(op.name);
+      missing.push_back(op.id());
   }
   // Every kernel through the core (BACKPLANE_KERNEL), or some registered directly.
   const std::size_t through_core = backplane::detail::core_registrations() - before;

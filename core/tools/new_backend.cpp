@@ -172,8 +172,10 @@ std::string cmake_lists(const std::string& name, const std::string& key) {
   }
   s << "# One file per op in kernels/; adding one needs nothing here.\n"
     << "file(GLOB kernels CONFIGURE_DEPENDS kernels/*.cpp" << (key == "CUDA" ? " kernels/*.cu" : "") << ")\n"
+    << "# Ops of your own: ops.yaml, a registry fragment with a namespace of yours (README.md).\n"
+    << "if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/ops.yaml)\n  set(own_ops REGISTRY ops.yaml)\nendif()\n"
     << "backplane_add_plugin(" << name << " DISPATCH_KEY " << key << " SOURCES " << (device ? "${device_layer} " : "")
-    << "${kernels}" << link << python << ")\n\n"
+    << "${kernels}" << link << python << " ${own_ops})\n\n"
     << "# The conformance suite (every op against its PyTorch reference) on this backend alone.\n"
     << "enable_testing()\n"
     << "add_test(NAME conformance COMMAND $<TARGET_FILE:Backplane::cli> check --backends " << name
@@ -210,6 +212,15 @@ std::string readme(const std::string& name, const std::string& key) {
     << "`tests/test_" << name << ".py` runs the same suite and `torch.library.opcheck` from Python.\n"
     << "Where another plugin serves the same device (cpu does on CPU), choose per op:\n"
     << "`backplane.prefer(\"add\", \"" << name << "\")` or `BACKPLANE_PREFER=add:" << name << "`.\n\n"
+    << "## Ops of your own\n\n"
+    << "Write `ops.yaml` beside this README: the registry's grammar with a namespace of yours,\n\n"
+    << "```yaml\nnamespace: " << name << "\nops:\n  - schema: fused_gelu(Tensor x) -> Tensor\n"
+    << "    doc: GELU in one pass.\n    dtypes: [float32, bfloat16]\n    shape: {same_as: x}\n"
+    << "    reference: aten::gelu(x)\n```\n\n"
+    << "and `kernels/fused_gelu.cpp` ending in `BACKPLANE_NS_KERNEL(" << name << ", " << key
+    << ", fused_gelu, fn)`; rebuild. The op is `torch.ops." << name << ".fused_gelu`, with a Meta kernel,\n"
+    << "autograd from `backward:`, conformance (`backplane check " << name << " --ops " << name
+    << "::fused_gelu`) and bench rows,\nlike the core's ops (Backplane's docs/vendor-ops.md).\n\n"
     << "## Ship it as a wheel\n\n"
     << "`pip install --no-build-isolation .` (needs scikit-build-core and the backplane wheel) installs\n"
     << "package `backplane_" << name << "` holding the plugin and its manifest, and declares it in the\n"
@@ -248,7 +259,7 @@ std::string python_test(const std::string& name) {
     << "    device = {\"CPU\": \"cpu\", \"CUDA\": \"cuda\"}.get(BACKEND.dispatch_key) or torch._C._get_privateuse1_backend_name()\n"
     << "    with backplane.prefer(op.name, \"" << name << "\"):\n"
     << "        for sample in op.samples[:3]:\n"
-    << "            schema = getattr(torch.ops.backplane, op.name).default._schema\n"
+    << "            schema = backplane.torch_op(op.name).default._schema\n"
     << "            args, kwargs = [], {}\n"
     << "            for arg in schema.arguments:\n"
     << "                if arg.name not in sample[\"args\"]:\n"
@@ -257,7 +268,7 @@ std::string python_test(const std::string& name) {
     << "                if arg.name in op.tensor_args:\n"
     << "                    value = torch.randn(value, device=device)\n"
     << "                (kwargs.__setitem__(arg.name, value) if arg.kwarg_only else args.append(value))\n"
-    << "            torch.library.opcheck(getattr(torch.ops.backplane, op.name).default, tuple(args), kwargs)\n";
+    << "            torch.library.opcheck(backplane.torch_op(op.name).default, tuple(args), kwargs)\n";
   return s.str();
 }
 

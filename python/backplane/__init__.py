@@ -5,6 +5,7 @@
     torch.ops.backplane.add(a, b, alpha=2)
     backplane.backends()                  # every backend found, with status and reason
     backplane.ops()                       # the coverage matrix: op x backend x dtype
+    backplane.torch_op("acme::fused_gelu")  # a plugin's own op, once the plugin is loaded
 
 Schemas and Meta kernels come from the core library, so FakeTensor, torch.compile and
 torch.export work without Python fake registrations.
@@ -24,6 +25,7 @@ from .selection import Serving, preferences, prefer, serving
 __all__ = [
     "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "backends", "check",
     "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
+    "torch_op",
 ]
 
 
@@ -38,11 +40,12 @@ class Backend:
     ops: tuple[str, ...]
     python_module: str = ""  # the plugin's Python side, imported when it loads (from its manifest)
     python_path: str = ""
+    registry: str = ""  # its registry fragment: the plugin's own ops (docs/vendor-ops.md)
 
 
 @dataclass(frozen=True)
 class OpInfo:
-    name: str
+    name: str  # "add" for backplane's ops; "acme::fused_gelu" for a plugin's own (torch_op finds either)
     schema: str
     doc: str
     dtypes: tuple[str, ...]
@@ -54,6 +57,7 @@ class OpInfo:
     # Registry inputs: {"name", "args": {arg: sizes for Tensors, else the value}}
     samples: tuple[dict, ...] = ()
     bench: tuple[dict, ...] = ()
+    namespace: str = "backplane"
 
 
 @dataclass(frozen=True)
@@ -131,9 +135,19 @@ def ops() -> list[OpInfo]:
             reference=row["reference"],
             samples=tuple(row["samples"]),
             bench=tuple(row["bench"]),
+            namespace=row["namespace"],
         )
         for row in core().ops()
     ]
+
+
+def torch_op(name: str):
+    """The op's packet, torch.ops.<namespace>.<op>, for a name as ops() gives it: "add"
+    (backplane's) or "acme::fused_gelu" (a loaded plugin's own op)."""
+    import torch
+
+    namespace, _, op = name.rpartition("::")
+    return getattr(getattr(torch.ops, namespace or "backplane"), op)
 
 
 def check(backend: str, ops: str | list[str] = ()) -> list[CheckResult]:

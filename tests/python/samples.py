@@ -46,7 +46,7 @@ def samples(dtype=torch.float32, device="cpu", per_op=3):
         if dtype not in [_DTYPE_NAMES[d] for d in op.dtypes if d in _DTYPE_NAMES]:
             out[op.name] = []
             continue
-        schema = getattr(torch.ops.backplane, op.name).default._schema
+        schema = backplane.torch_op(op.name).default._schema
         chosen = [(s, False) for s in op.samples[:per_op]] + [(op.samples[0], True)]
         cases = []
         for sample, strided in chosen:

@@ -35,8 +35,8 @@ struct OpSuite {
   std::vector<Case> cases;
 };
 
-// One suite per registry op, in registry order.
-BACKPLANE_API const std::vector<OpSuite>& suites();
+// One per op of all_ops(), in its order (derived once per op, on first use).
+BACKPLANE_API std::vector<std::reference_wrapper<const OpSuite>> suites();
 
 enum class Outcome { Passed, Failed, Skipped, NotImplemented };
 BACKPLANE_API const char* to_string(Outcome outcome);

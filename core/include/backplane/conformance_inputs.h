@@ -68,6 +68,6 @@ BACKPLANE_API std::vector<c10::IValue> op_arguments(const OpDef& op, const OpInp
                                                     const std::function<at::Tensor(at::IntArrayRef)>& tensor);
 
 // The op through the dispatcher, as a user's call would reach it.
-BACKPLANE_API c10::OperatorHandle op_handle(const std::string& op);
+BACKPLANE_API c10::OperatorHandle op_handle(const OpDef& op);
 
 }  // namespace backplane::conformance

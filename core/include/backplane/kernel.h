@@ -122,7 +122,7 @@ constexpr auto writing_kernel = detail::writing_pointer<Op, Compute>(Compute);
 namespace backplane::detail {
 
 // Registers a kernel for (op, key) through the core rather than straight into the
-// dispatcher: the core records it under the plugin being loaded, refuses a key or op the
+// dispatcher (op: "ns::name", the namespace of m): the core records it under the plugin being loaded, refuses a key or op the
 // plugin's manifest does not declare, and, when a second plugin offers the same (op, key),
 // keeps both and installs one kernel that calls the preferred plugin's (selection.h).
 BACKPLANE_API void offer_kernel(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
@@ -140,13 +140,18 @@ void register_kernel(torch::Library& m, const char* op, c10::DispatchKey key, Fu
 }  // namespace backplane::detail
 
 // fn: a function name, or a constexpr pointer to one.
-#define BACKPLANE_KERNEL(KEY, op, fn)                                                          \
-  TORCH_LIBRARY_IMPL(backplane, KEY, m) {                                                      \
-    constexpr auto kernel = ::backplane::new_output_kernel<#op, fn>;                           \
-    ::backplane::detail::register_kernel(m, #op, c10::DispatchKey::KEY, TORCH_FN(kernel));     \
+#define BACKPLANE_KERNEL(KEY, op, fn) BACKPLANE_NS_KERNEL(backplane, KEY, op, fn)
+#define BACKPLANE_WRITING_KERNEL(KEY, op, fn) BACKPLANE_NS_WRITING_KERNEL(backplane, KEY, op, fn)
+
+// The same for an op of a plugin's own registry fragment (vendor_ops.h), in namespace NS:
+//   BACKPLANE_NS_KERNEL(acme, CPU, fused_gelu, fused_gelu_cpu)
+#define BACKPLANE_NS_KERNEL(NS, KEY, op, fn)                                                         \
+  TORCH_LIBRARY_IMPL(NS, KEY, m) {                                                                   \
+    constexpr auto kernel = ::backplane::new_output_kernel<#NS "::" #op, fn>;                       \
+    ::backplane::detail::register_kernel(m, #NS "::" #op, c10::DispatchKey::KEY, TORCH_FN(kernel));  \
   }
-#define BACKPLANE_WRITING_KERNEL(KEY, op, fn)                                                  \
-  TORCH_LIBRARY_IMPL(backplane, KEY, m) {                                                      \
-    constexpr auto kernel = ::backplane::writing_kernel<#op, fn>;                              \
-    ::backplane::detail::register_kernel(m, #op, c10::DispatchKey::KEY, TORCH_FN(kernel));     \
+#define BACKPLANE_NS_WRITING_KERNEL(NS, KEY, op, fn)                                                 \
+  TORCH_LIBRARY_IMPL(NS, KEY, m) {                                                                   \
+    constexpr auto kernel = ::backplane::writing_kernel<#NS "::" #op, fn>;                          \
+    ::backplane::detail::register_kernel(m, #NS "::" #op, c10::DispatchKey::KEY, TORCH_FN(kernel));  \
   }

@@ -33,6 +33,7 @@ struct BackendRecord {
   // import and the directory to find it in.
   std::string python_module;
   std::string python_path;
+  std::string registry;  // its registry fragment of own ops (vendor_ops.h); empty when none
 };
 
 // A backend that was named and could not be loaded. what() says what was tried and why.

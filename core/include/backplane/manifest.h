@@ -30,6 +30,10 @@ struct BACKPLANE_API Manifest {
   // library is open.
   std::string python_module;
   std::string python_path;
+  // The plugin's own ops (vendor_ops.h): a registry fragment, relative to the manifest's
+  // directory; empty: the plugin implements core registry ops only. Its ops appear in
+  // `ops` by id ("acme::fused_gelu").
+  std::string registry;
 };
 
 // Throws std::runtime_error naming the file (and line:column) on a bad manifest.

@@ -11,6 +11,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
 
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -86,6 +87,7 @@ struct BACKPLANE_API OpChecks {
 };
 
 struct BACKPLANE_API OpDef {
+  std::string ns = kNamespace;  // "backplane"; a plugin's own ops: its fragment's namespace ("acme")
   std::string name;    // "add"
   std::string schema;  // as written, without the namespace
   std::string doc;
@@ -106,6 +108,10 @@ struct BACKPLANE_API OpDef {
   // Index of an argument in schema order; -1 when there is none of that name.
   int arg_index(std::string_view arg) const;
   bool supports(c10::ScalarType dtype) const;
+  // How the op is named everywhere Backplane keys by op (manifests, preferences, the CLI,
+  // check results): "add" for the core's ops, "acme::fused_gelu" for a plugin's own.
+  std::string id() const;
+  std::string qualified_name() const;  // "backplane::add", "acme::fused_gelu"
 };
 
 // A custom class (torchbind): torch.classes.backplane.<name>. Its state is its
@@ -160,11 +166,20 @@ class BACKPLANE_API Registry {
 };
 
 // Parses one registry document (ops and classes; check_classes() needs the merged
-// registry). `file` names it in errors. Throws RegistryError.
+// registry). `file` names it in errors. Throws RegistryError. A document may name its
+// namespace (top-level `namespace:`); without one its ops are backplane's.
 BACKPLANE_API Registry parse_registry(const std::string& text, const std::string& file);
 
-// The registry compiled into this library from registry/*.yaml.
+// The registry compiled into this library from registry/*.yaml: the backplane:: ops.
 BACKPLANE_API const Registry& registry();
+
+// Every op this process knows: the core registry's, then the ops of the registry
+// fragments that loaded plugins brought (vendor_ops.h), in load order. A snapshot: ops a
+// later load adds are not in it. The references stay valid for the life of the process.
+BACKPLANE_API std::vector<std::reference_wrapper<const OpDef>> all_ops();
+// The op named `name`: an id ("add", "acme::fused_gelu") or "backplane::add"; nullptr
+// when neither the core registry nor a loaded plugin's fragment defines it.
+BACKPLANE_API const OpDef* find_op_def(std::string_view name);
 
 // The registry's dtype names ("float32", "bfloat16", ...) and back.
 BACKPLANE_API std::string dtype_name(c10::ScalarType dtype);

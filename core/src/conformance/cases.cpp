@@ -55,7 +55,7 @@ Call make_call(const OpDef& op, const OpInputs& in, Layout layout, c10::ScalarTy
 
 std::vector<c10::IValue> invoke(const OpDef& op, std::vector<c10::IValue> args) {
   torch::jit::Stack stack(std::move(args));
-  op_handle(op.name).callBoxed(stack);
+  op_handle(op).callBoxed(stack);
   return stack;
 }
 
@@ -153,7 +153,7 @@ Case error_case(const OpDef& op, std::string name, std::string message, Mutate m
 // two dtypes or two devices across Tensor arguments, a written argument that aliases
 // itself, an out of other sizes.
 void contract_cases(const OpDef& op, std::vector<Case>& cases) {
-  const std::string q = "backplane::" + op.name + ": ";
+  const std::string q = op.qualified_name() + ": ";
   const std::string first = op.tensor_args[0];
   const int first_pos = op.arg_index(first);
   const c10::ScalarType bad = op.supports(at::kLong) ? at::kBool : at::kLong;
@@ -205,7 +205,7 @@ void contract_cases(const OpDef& op, std::vector<Case>& cases) {
 }  // namespace
 
 OpSuite derive_suite(const OpDef& op) {
-  OpSuite suite{op.name, {}};
+  OpSuite suite{op.id(), {}};
   std::optional<ReferenceExpr> reference;
   if (!op.checks.reference.empty()) reference = ReferenceExpr::parse(op.checks.reference);
   for (const auto& sample : op.checks.samples)
@@ -239,7 +239,7 @@ OpSuite derive_suite(const OpDef& op) {
   contract_cases(op, suite.cases);
   for (const auto& e : op.checks.errors) {
     // The registry's message part, in an error that names the op first.
-    const std::string prefix = "backplane::" + op.name + ": ";
+    const std::string prefix = op.qualified_name() + ": ";
     suite.cases.push_back({"error/" + e.inputs.name, [&op, e, prefix](c10::ScalarType dtype, c10::Device device) {
                              auto call = [&] { invoke(op, ones_call(op, e.inputs, dtype, device)); };
                              if (auto wrong = expect_error(call, e.message)) return wrong;

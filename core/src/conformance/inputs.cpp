@@ -120,8 +120,8 @@ std::vector<c10::IValue> op_arguments(const OpDef& op, const OpInputs& inputs,
   return args;
 }
 
-c10::OperatorHandle op_handle(const std::string& op) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(("backplane::" + op).c_str(), "");
+c10::OperatorHandle op_handle(const OpDef& op) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(op.qualified_name().c_str(), "");
 }
 
 }  // namespace backplane::conformance

@@ -10,6 +10,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 namespace backplane::conformance {
 
@@ -23,13 +25,18 @@ const char* to_string(Outcome outcome) {
   return "unknown";
 }
 
-const std::vector<OpSuite>& suites() {
-  static const std::vector<OpSuite> all = [] {
-    std::vector<OpSuite> out;
-    for (const auto& op : registry().ops()) out.push_back(derive_suite(op));
-    return out;
-  }();
-  return all;
+std::vector<std::reference_wrapper<const OpSuite>> suites() {
+  // Ops only ever get added (a plugin's fragment, when it loads): derive the new ones.
+  static std::mutex mutex;
+  static std::map<std::string, OpSuite>* derived = new std::map<std::string, OpSuite>();  // stable references
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<std::reference_wrapper<const OpSuite>> out;
+  for (const OpDef& op : all_ops()) {
+    auto it = derived->find(op.id());
+    if (it == derived->end()) it = derived->emplace(op.id(), derive_suite(op)).first;
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 Result run_case(const OpSuite& suite, const Case& c, c10::ScalarType dtype, c10::Device device) {
@@ -53,7 +60,7 @@ Result run_case(const OpSuite& suite, const Case& c, c10::ScalarType dtype, c10:
 
 std::vector<Result> check_backend(const BackendRecord& backend, c10::Device device, const std::vector<std::string>& ops) {
   std::vector<Result> results;
-  for (const auto& suite : suites()) {
+  for (const OpSuite& suite : suites()) {
     if (!ops.empty() && std::find(ops.begin(), ops.end(), suite.op) == ops.end()) continue;
     if (std::find(backend.ops.begin(), backend.ops.end(), suite.op) == backend.ops.end()) {
       results.push_back({backend.name, suite.op, "", "", Outcome::NotImplemented, "not implemented on " + backend.name});
@@ -62,7 +69,7 @@ std::vector<Result> check_backend(const BackendRecord& backend, c10::Device devi
     // This backend's kernel, even where another plugin serves the device by default.
     const ScopedPreference only_this(suite.op, {backend.name});
     for (const auto& c : suite.cases)
-      for (auto dtype : registry().find(suite.op)->dtypes) {
+      for (auto dtype : find_op_def(suite.op)->dtypes) {
         Result r = run_case(suite, c, dtype, device);
         r.backend = backend.name;
         results.push_back(std::move(r));
@@ -88,12 +95,12 @@ std::optional<c10::Device> device_for_key(const std::string& dispatch_key, std::
 
 std::vector<c10::ScalarType> measured_dtypes(const BackendRecord& backend, const OpDef& op, c10::Device device) {
   std::vector<c10::ScalarType> accepted;
-  if (std::find(backend.ops.begin(), backend.ops.end(), op.name) == backend.ops.end()) return accepted;
+  if (std::find(backend.ops.begin(), backend.ops.end(), op.id()) == backend.ops.end()) return accepted;
   const OpSuite* suite = nullptr;
-  for (const auto& s : suites())
-    if (s.op == op.name) suite = &s;
+  for (const OpSuite& s : suites())
+    if (s.op == op.id()) suite = &s;
   if (suite == nullptr || suite->cases.empty()) return accepted;
-  const ScopedPreference only_this(op.name, {backend.name});
+  const ScopedPreference only_this(op.id(), {backend.name});
   for (auto dtype : op.dtypes)
     if (run_case(*suite, suite->cases.front(), dtype, device).outcome == Outcome::Passed) accepted.push_back(dtype);
   return accepted;

@@ -1,0 +1,119 @@
+"""A plugin's own ops (docs/vendor-ops.md), through the fixture plugin `acme`: its registry
+fragment (tests/fixtures/vendor/acme_ops.yaml) defines acme::fused_gelu and acme::clamp_,
+which get schemas, Meta kernels, autograd, the conformance suite, opcheck, the CLI and the
+bench like the core's ops; `acme_clash` redefines one and is refused. Each test runs in a
+child process: defined ops stay defined for the life of a process."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
+FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
+FRAGMENT = FIXTURES / "libbackplane_acme.ops.yaml"
+
+PRELUDE = f"""
+import torch, backplane
+backplane.load("cpu")
+acme = backplane.load("acme", path={str(FIXTURES)!r})[0]
+gelu = backplane.torch_op("acme::fused_gelu")
+"""
+
+
+def env():
+    full = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    full.pop("BACKPLANE_BACKENDS", None)
+    return full
+
+
+def python(code):
+    r = subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True, env=env(), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def cli(*args):
+    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env=env(), timeout=300)
+
+
+def test_vendor_ops_are_listed_and_compute():
+    python("""
+assert acme.ops == ("acme::fused_gelu", "acme::clamp_"), acme.ops
+assert acme.registry.endswith("libbackplane_acme.ops.yaml"), acme.registry
+info = {op.name: op for op in backplane.ops()}
+assert info["acme::fused_gelu"].namespace == "acme" and info["acme::fused_gelu"].backends["acme"]
+assert info["add"].namespace == "backplane"
+x = torch.randn(4, 33, dtype=torch.float64)
+torch.testing.assert_close(torch.ops.acme.fused_gelu(x), torch.nn.functional.gelu(x))
+y = x.clone()
+torch.ops.acme.clamp_(y, -0.25, 0.25)
+torch.testing.assert_close(y, x.clamp(-0.25, 0.25))
+# The Meta kernel from the shape rule, and the contract's checks under the op's own name.
+assert gelu(torch.empty(3, 7, device="meta")).shape == (3, 7)
+try:
+    gelu(torch.ones(3, dtype=torch.int32))
+    raise SystemExit("an int32 input was accepted")
+except TypeError as e:
+    assert "acme::fused_gelu: argument 'x' has dtype int32" in str(e), e
+""")
+
+
+def test_conformance_opcheck_gradcheck_and_compile():
+    python("""
+results = backplane.check("acme")
+assert {r.op for r in results} >= {"acme::fused_gelu", "acme::clamp_"}
+mine = [r for r in results if r.op.startswith("acme::")]
+assert mine and all(r.outcome in ("passed", "skipped") for r in mine), [r for r in mine if r.outcome == "failed"][:3]
+x = torch.randn(5, 9, dtype=torch.float64, requires_grad=True)
+torch.library.opcheck(gelu.default, (torch.randn(4, 33),))
+torch.library.opcheck(torch.ops.acme.clamp_.default, (torch.randn(4, 33), -0.5, 0.5))
+assert torch.autograd.gradcheck(gelu, (x,))
+compiled = torch.compile(lambda t: gelu(t) * 2, backend="aot_eager", fullgraph=True)
+torch.testing.assert_close(compiled(x.detach()), torch.nn.functional.gelu(x.detach()) * 2)
+# clamp_ has no backward: asking for one is an error naming the op, never a silent None.
+w = torch.randn(3, requires_grad=True)
+c = w.clone()
+torch.ops.acme.clamp_(c, 0.0, 1.0)
+try:
+    c.sum().backward()
+    raise SystemExit("backward through clamp_ was accepted")
+except RuntimeError as e:
+    assert "acme::clamp_" in str(e), e
+""")
+
+
+def test_a_colliding_fragment_is_refused_naming_both_files_and_lines():
+    python(f"""
+try:
+    backplane.load("acme_clash", path={str(FIXTURES / "clash")!r})
+    raise SystemExit("the clash was accepted")
+except backplane.BackendError as e:
+    text = str(e)
+clash = {str(FIXTURES / "clash" / "libbackplane_acme_clash.ops.yaml")!r}
+assert clash + ":5:5: redefines acme::fused_gelu, which plugin 'acme' already defined at " in text, text
+assert {str(FRAGMENT)!r} + ":5:5" in text, text
+# acme's op is untouched.
+x = torch.randn(8)
+torch.testing.assert_close(gelu(x), torch.nn.functional.gelu(x))
+""")
+
+
+def test_cli_lists_checks_and_benchmarks_vendor_ops():
+    listed = cli("ops", "--backends", "cpu,acme", "--plugin-path", str(FIXTURES))
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    columns = lines[0].split()[1:3]  # the backends, in the table's order
+    row = next(line for line in lines if line.startswith("acme::fused_gelu"))
+    cells = dict(zip(columns, row.split()[1:3]))
+    assert cells == {"cpu": "-", "acme": "yes"}, listed.stdout  # cpu lacks it, acme has it
+    checked = cli("check", "--backends", "acme", "--plugin-path", str(FIXTURES), "--ops", "acme::fused_gelu")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert re.search(r"acme::fused_gelu +[1-9][0-9]* +0 ", checked.stdout), checked.stdout  # passed, none failed
+    unknown = cli("check", "--backends", "acme", "--plugin-path", str(FIXTURES), "--ops", "acme::nosuch")
+    assert unknown.returncode == 2 and "no op 'acme::nosuch'" in unknown.stderr, unknown.stderr
+    bench = cli("bench", "--backends", "acme", "--plugin-path", str(FIXTURES), "--ops", "acme::fused_gelu",
+                "--dtypes", "float32", "--min-time", "0.01", "--repetitions", "1")
+    assert bench.returncode == 0, bench.stdout[-2000:] + bench.stderr[-2000:]
+    assert "acme::fused_gelu" in bench.stdout and "FAILED:" not in bench.stdout, bench.stdout[-2000:]
