@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 
 
 namespace backplane {
@@ -188,10 +189,10 @@ class Loader {
         for (const OpDef& own : fragment->ops)
           if (own.id() == op) def = &own;
       if (!def)
-        return reject("manifest lists op '" + op + "', which neither the registry" +
-                      (fragment ? " nor its fragment " + record.registry : std::string()) +
-                      " defines (a plugin's own ops come from a registry fragment: if another plugin's fragment "
-                      "defines it, load that plugin first)");
+        return reject("manifest lists op '" + op + "', which the registry does not define" +
+                      (fragment ? ", nor does its fragment " + record.registry : std::string()) +
+                      " (a plugin's own ops come from a registry fragment: if another plugin's fragment defines it, "
+                      "load that plugin first)");
       if (manifest.registration == "direct")
         if (auto why = direct_conflict(name, *def, key)) return reject(*why);
     }
@@ -246,10 +247,14 @@ class Loader {
       }
     }
     // RTLD_LOCAL: a plugin's symbols stay its own (plugins also build with hidden
-    // visibility). The handle is deliberately never closed.
+    // visibility). The handle is never closed, except to take back registrations its
+    // manifest does not declare (undo below).
     // Its kernels register during dlopen, through the core (kernel.h), which checks each
     // against the manifest and keeps every plugin's kernel when two serve one device.
     detail::LoadingPlugin loading{name, record.dispatch_key, record.ops, {}, {}};
+    // Registrations made with a plain m.impl bypass the core: what the dispatcher holds
+    // before and after dlopen shows them, whatever the manifest says.
+    const DispatcherState before = dispatcher_state();
     void* handle = nullptr;
     {
       detail::LoadingScope scope(&loading);
@@ -260,6 +265,14 @@ class Loader {
       const char* err = dlerror();
       record.status = BackendStatus::Failed;
       record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
+      return record;
+    }
+    const std::vector<std::string> undeclared = undeclared_registrations(before, dispatcher_state(), record);
+    if (!undeclared.empty()) {
+      record.status = BackendStatus::Failed;
+      record.reason = "its manifest " + detail::join_path(detail::parent_dir(record.path), manifest_file_name(name)) +
+                      " declares key " + record.dispatch_key + ", ops [" + join(record.ops) + "], but the library " +
+                      join(undeclared, "; ") + "; " + undo(handle, before, loading);
       return record;
     }
     detail::after_plugin_loaded(name);
@@ -281,6 +294,61 @@ class Loader {
       record.ops = own;
     }
     return record;
+  }
+
+  // Per op id, the dispatcher's account of it (torch's dumpState: a line per kernel,
+  // "KEY: registered at FILE:LINE ...", "KEY (inactive): ..." once another overrides it).
+  using DispatcherState = std::map<std::string, std::set<std::string>>;
+
+  static DispatcherState dispatcher_state() {
+    DispatcherState state;
+    for (const OpDef& op : all_ops()) {
+      auto handle = find_op(op);
+      if (!handle) continue;
+      std::stringstream dump(handle->dumpState());
+      for (std::string line; std::getline(dump, line);) {
+        const auto inactive = line.find(" (inactive)");
+        if (inactive != std::string::npos) line.erase(inactive, 11);
+        state[op.id()].insert(line);
+      }
+    }
+    return state;
+  }
+
+  // Each kernel registration dlopen added outside what the manifest declares (its key,
+  // its ops), described with its key and where it was registered.
+  static std::vector<std::string> undeclared_registrations(const DispatcherState& before, const DispatcherState& after,
+                                                           const BackendRecord& record) {
+    std::vector<std::string> found;
+    for (const auto& [op, lines] : after) {
+      auto was = before.find(op);
+      for (const auto& line : lines) {
+        if (was != before.end() && was->second.count(line)) continue;
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::string key = line.substr(0, colon);
+        if (key.size() > 7 && key.compare(key.size() - 7, 7, "[alias]") == 0) key.resize(key.size() - 7);
+        if (key == "name" || key == "schema" || key == "debug" || key == "alias analysis kind") continue;
+        const bool declared = key == record.dispatch_key && std::count(record.ops.begin(), record.ops.end(), op);
+        if (declared) continue;
+        const auto at = line.find("registered at ");
+        const std::string where = at == std::string::npos ? "" : " (" + line.substr(at, line.find(" ::", at) - at) + ")";
+        found.push_back("registered a " + key + " kernel for " + find_op_def(op)->qualified_name() + where);
+      }
+    }
+    return found;
+  }
+
+  // Closing the library runs its registrations' destructors, which takes its kernels back
+  // out of the dispatcher. Only for a plugin that registered nothing through the core
+  // (the core keeps pointers to those kernels).
+  static std::string undo(void* handle, const DispatcherState& before, const detail::LoadingPlugin& loading) {
+    if (!loading.offered.empty())
+      return "its kernels stay registered in this process (it also registered through the core); restart without it";
+    dlclose(handle);
+    return dispatcher_state() == before ? "the library was closed again, which took its registrations back out"
+                                        : "closing the library did not take all its registrations back out; restart "
+                                          "without it";
   }
 
   static std::vector<std::string> registered_ops(c10::DispatchKey key) {

@@ -120,7 +120,7 @@ TEST(Manifest, UnknownKeyIsRefused) {
   const std::string path = write_temp(cpu_manifest_plus("dispatch_keys: [CPU]\n"));
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
                                       ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
-                                      "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, torch_version, version");
+                                      "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, registry, torch_version, version");
   std::remove(path.c_str());
 }
 

@@ -72,7 +72,7 @@ TEST(RegistryErrors, TopLevelNotAMapping) {
 }
 
 TEST(RegistryErrors, UnknownTopLevelKey) {
-  expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: ops, classes");
+  expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: namespace, ops, classes");
 }
 
 TEST(RegistryErrors, BadSchema) {

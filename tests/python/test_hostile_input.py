@@ -42,3 +42,45 @@ def test_manifest_bytes_that_are_not_utf8_never_break_backends(tmp_path, monkeyp
     assert found["badver"].version == "1.\ufffd\ufffd"
     assert found["badname"].status == "rejected"
     assert "manifest names backend 'bad\ufffd', expected 'badname'" in found["badname"].reason
+
+
+LYING_PLUGIN = """
+import sys, torch, backplane
+backplane.load("cpu")
+try:
+    backplane.load("liar", path=sys.argv[1])
+    raise SystemExit("a plugin whose manifest lies was loaded")
+except backplane.BackendError as e:
+    print(e)
+dump = torch._C._dispatch_dump("backplane::identity_conv")
+assert "dup_plugin.cpp" not in dump, dump  # its kernel was taken back out
+x = torch.randn(5)
+assert torch.equal(torch.ops.backplane.identity_conv(x), x)
+"""
+
+
+@pytest.mark.parametrize("lie", ["ops: []", "dispatch_key: CUDA"])
+def test_a_manifest_that_lies_about_registrations_is_caught_after_dlopen(tmp_path, lie):
+    """fixture_dup registers identity_conv for CPU with a plain m.impl. Copied with a manifest
+    that declares no ops, or another key, it passes every check made before dlopen; what the
+    library then registered is compared with the manifest, and the load fails naming both."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fixtures = backplane.lib_dir().parent / "tests" / "fixtures"
+    shutil.copy(fixtures / "libbackplane_fixture_dup.so", tmp_path / "libbackplane_liar.so")
+    manifest = (fixtures / "libbackplane_fixture_dup.manifest.yaml").read_text().replace("name: fixture_dup", "name: liar")
+    key, value = lie.split(": ")
+    manifest = "\n".join(f"{key}: {value}" if line.startswith(key + ":") else line for line in manifest.splitlines())
+    (tmp_path / "libbackplane_liar.manifest.yaml").write_text(manifest.replace("registration: direct", "registration: core"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "python")}
+    env.pop("BACKPLANE_BACKENDS", None)
+    r = subprocess.run([sys.executable, "-c", LYING_PLUGIN, str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "backend 'liar' failed" in r.stdout, r.stdout
+    assert "registered a CPU kernel for backplane::identity_conv (registered at " in r.stdout, r.stdout
+    assert "dup_plugin.cpp" in r.stdout and "closed again" in r.stdout, r.stdout
