@@ -256,9 +256,23 @@ class Loader {
     // before and after dlopen shows them, whatever the manifest says.
     const DispatcherState before = dispatcher_state();
     void* handle = nullptr;
-    {
+    try {
       detail::LoadingScope scope(&loading);
-      handle = dlopen(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      // glibc declares dlopen noexcept, so a throw from a static initializer reaching a
+      // direct call would end in std::terminate: called through a pointer the compiler
+      // cannot see through, the exception reaches the handlers below.
+      static void* (*volatile open_library)(const char*, int) = &dlopen;
+      handle = open_library(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    } catch (const std::exception& e) {  // a static initializer threw through dlopen
+      opened_.insert(name);
+      record.status = BackendStatus::Failed;
+      record.reason = std::string("its static initializer threw while opening: ") + e.what();
+      return record;
+    } catch (...) {
+      opened_.insert(name);
+      record.status = BackendStatus::Failed;
+      record.reason = "its static initializer threw a non-standard exception while opening";
+      return record;
     }
     if (handle != nullptr) opened_.insert(name);
     if (handle == nullptr) {

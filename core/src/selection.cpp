@@ -228,7 +228,7 @@ std::map<std::string, std::vector<std::string>> parse_spec(const std::string& sp
   for (std::string part; std::getline(parts, part, ';');) {
     part = trim(part);
     if (part.empty()) continue;
-    const auto colon = part.find(':');
+    const auto colon = part.rfind(':');  // ops may hold "::" (a plugin's own: acme::fused_gelu); plugins never do
     if (colon == std::string::npos)
       throw std::invalid_argument("preference '" + part + "': expected op:plugin[,plugin...], e.g. rms_norm:cuda_alt");
     const std::string op = trim(part.substr(0, colon));

@@ -1,6 +1,7 @@
 // The `backplane` command. Every subcommand takes --help; unknown flags and extra
 // arguments exit 2 with its usage; list, ops, check and run take --json.
 #include "cli.h"
+#include "plugin_probe.h"
 
 #include "../src/json_writer.h"
 
@@ -78,8 +79,37 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
 }
 
 
+// Every plugin found, each opened in a child process first (plugin_probe.h): one whose
+// initializer crashes or ends the process is listed as failed, and the others still load.
+std::vector<BackendRecord> probe_and_load_discovered(const LoadOptions& options) {
+  std::vector<BackendRecord> out;
+  for (auto record : backends(options)) {
+    if (record.status == BackendStatus::Available) {
+      if (auto why = probe_in_child(record.name, options)) {
+        record.status = BackendStatus::Failed;
+        record.reason = *why;
+        out.push_back(record);
+        continue;
+      }
+      try {
+        load(record.name, options);
+      } catch (const BackendError&) {
+        // recorded by the loader: listed below with its reason
+      }
+    }
+    out.push_back(record);
+  }
+  // The loader's records for the ones it opened (status, reason, the ops they registered).
+  const auto now = backends(options);
+  for (auto& r : out)
+    for (const auto& n : now)
+      if (n.name == r.name && r.status != BackendStatus::Failed) r = n;
+  return out;
+}
+
 int list_command(const Options& options) {
-  const auto records = load_selected(options);
+  const bool discovering = !options.backends && !std::getenv("BACKPLANE_BACKENDS");
+  const auto records = discovering ? probe_and_load_discovered(options.load) : load_selected(options);
   if (options.json) {
     std::vector<std::string> rows;
     for (const auto& r : records) rows.push_back(json::backend_record(r));
@@ -295,6 +325,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   const std::string name = argv[1];
+  if (name == "__probe" && argc == 4) probe_command(argv[2], argv[3]);  // the child of probe_in_child
   if (name == "-h" || name == "--help" || name == "help") {
     std::cout << kUsage;
     return kExitOk;

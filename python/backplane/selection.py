@@ -32,7 +32,8 @@ class prefer:
     def __init__(self, op: str, *plugins: str) -> None:
         if not isinstance(op, str) or not all(isinstance(p, str) for p in plugins):
             raise TypeError("prefer(op, *plugins) takes strings")
-        bad = [s for s in (op, *plugins) if any(c in s for c in ":;,\x00")]
+        # An op may be a plugin's own ("acme::fused_gelu"); no other ':' fits the spec grammar.
+        bad = [s for s in (op.replace("::", ""), *plugins) if any(c in s for c in ":;,\x00")]
         if bad:
             raise ValueError(f"prefer: {bad[0]!r} is not an op or plugin name")
         self._saved = preferences()

@@ -128,3 +128,23 @@ def test_ops_shows_which_plugin_serves_and_prefer_switches_it():
 def test_run_requires_a_package():
     r = cli("run")
     assert r.returncode == 2
+
+
+def test_list_probes_each_plugin_in_a_child_and_lists_the_rest():
+    """Three plugins whose initializer throws, aborts or calls exit(0): each probed in a child
+    process and listed as failed with its reason, signal or exit status; the installed plugins still
+    load and the command exits 0 (it used to die, or end silently, at the first one)."""
+    r = cli("list", "--json", "--plugin-path", str(FIXTURES / "faults"), BACKPLANE_FIXTURE_FAULT="1")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    found = {b["name"]: b for b in json.loads(r.stdout)["backends"]}
+    assert found["cpu"]["status"] == "loaded", found["cpu"]
+    assert found["init_throws"]["status"] == "failed"
+    # A throw unwinds through dlopen: caught by the loader itself, in any process.
+    assert found["init_throws"]["reason"] == ("its static initializer threw while opening: init_throws: a static "
+                                              "initializer that throws"), found["init_throws"]
+    assert "crashed while opening, with signal 6 (SIGABRT), in a child process probe" in found["init_aborts"]["reason"]
+    assert "ended the process while opening (exit status 0), in a child process probe" in found["init_exits"]["reason"]
+    # Without the fault they are ordinary (empty) plugins and load.
+    quiet = cli("list", "--json", "--plugin-path", str(FIXTURES / "faults"))
+    statuses = {b["name"]: b["status"] for b in json.loads(quiet.stdout)["backends"]}
+    assert statuses["init_throws"] == statuses["init_exits"] == "loaded", statuses

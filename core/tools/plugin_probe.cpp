@@ -1,0 +1,90 @@
+#include "plugin_probe.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace backplane::cli {
+namespace {
+
+constexpr const char* kDone = "backplane-probe: done\n";
+constexpr int kTimeoutSeconds = 60;
+
+std::string signal_text(int sig) {
+  const char* name = sigabbrev_np(sig);
+  return "signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+}
+
+}  // namespace
+
+std::optional<std::string> probe_in_child(const std::string& name, const LoadOptions& options) {
+  int out[2];
+  if (pipe(out) != 0) return std::nullopt;  // cannot probe: the in-process load decides
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  const std::string dirs = options.dir.value_or("");
+  std::vector<char*> argv = {const_cast<char*>("backplane"), const_cast<char*>("__probe"),
+                             const_cast<char*>(name.c_str()), const_cast<char*>(dirs.c_str()), nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (spawned != 0) {
+    close(out[0]);
+    return std::nullopt;
+  }
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  std::string said;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
+  for (;;) {
+    char buffer[4096];
+    for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<size_t>(n));
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(out[0]);
+      return "did not finish opening within " + std::to_string(kTimeoutSeconds) +
+             " s in a child process probe (killed); not opened here";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  char buffer[4096];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<size_t>(n));
+  close(out[0]);
+  if (WIFSIGNALED(status))
+    return "crashed while opening, with " + signal_text(WTERMSIG(status)) +
+           ", in a child process probe; not opened here";
+  if (WEXITSTATUS(status) != 0 || said.find(kDone) == std::string::npos)
+    return "ended the process while opening (exit status " + std::to_string(WEXITSTATUS(status)) +
+           "), in a child process probe; not opened here";
+  return std::nullopt;
+}
+
+void probe_command(const std::string& name, const std::string& dirs) {
+  LoadOptions options;
+  if (!dirs.empty()) options.dir = dirs;
+  try {
+    load(name, options);
+  } catch (const std::exception&) {
+    // Refused or failed with a reason: the parent's own load reports it.
+  }
+  std::fputs(kDone, stdout);
+  std::fflush(stdout);
+  _exit(0);  // no static destructors: the plugin's may be what is broken
+}
+
+}  // namespace backplane::cli

@@ -1,0 +1,21 @@
+// Opening an untrusted plugin in a child process first (`backplane list`): a plugin whose
+// static initializer crashes, aborts, hangs or ends the process is reported as failed,
+// with its signal or exit status, and discovery goes on with the others. The child is
+// this program again, running the hidden `backplane __probe NAME [DIRS]`.
+#pragma once
+
+#include <backplane/loader.h>
+
+#include <optional>
+#include <string>
+
+namespace backplane::cli {
+
+// nullopt when opening `name` let the child carry on (loaded, or refused with a reason the
+// in-process load will give again); otherwise what happened to the child.
+std::optional<std::string> probe_in_child(const std::string& name, const LoadOptions& options);
+
+// The child's side: loads NAME from DIRS and says it is done. Never returns normally.
+[[noreturn]] void probe_command(const std::string& name, const std::string& dirs);
+
+}  // namespace backplane::cli
