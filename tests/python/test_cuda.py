@@ -74,3 +74,21 @@ def test_second_device():
     ref = x.view(10, 100).double()
     ref = (ref * torch.rsqrt(ref.pow(2).mean(-1, keepdim=True) + 1e-6) * w[:100].double()).float()
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_second_device_follows_its_current_stream():
+    # As above, on cuda:1 while cuda:0 is the current device: the kernels must launch on
+    # cuda:1's current stream (the side stream), not on cuda:0's or cuda:1's default one.
+    side = torch.cuda.Stream(device="cuda:1")
+    x = torch.empty(1 << 22, device="cuda:1")
+    torch.cuda.set_device(0)
+    with torch.cuda.stream(side):  # makes cuda:1 current inside; the op's guard must keep to it
+        torch.cuda._sleep(10_000_000)
+        x.fill_(2.0)
+        y = torch.ops.backplane.identity_conv(x)
+        torch.ops.backplane.scale_(y, 0.5)
+        z = torch.ops.backplane.add(y, y, alpha=2.0)
+    side.synchronize()
+    assert y.device == z.device == torch.device("cuda:1")
+    assert torch.equal(y, torch.ones_like(y)) and torch.equal(z, torch.full_like(z, 3.0))
