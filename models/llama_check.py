@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
 import sys
 import types
 
@@ -37,22 +36,6 @@ def models(device, dtype):
     for m in norms:
         m.forward = types.MethodType(backplane_rms_norm, m)
     return reference, ours, len(norms)
-
-
-def step_ms(model, ids, repeats=20):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    times = []
-    for i in range(repeats + 3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        opt.zero_grad(set_to_none=True)
-        model(ids, labels=ids).loss.backward()
-        opt.step()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= 3:
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -81,7 +64,10 @@ def main(argv=None) -> int:
           f"{losses[1]:.6f} vs {losses[0]:.6f}; all {sum(1 for _ in ours.parameters())} parameters have gradients "
           f"equal to PyTorch's (largest difference {worst:.2e})")
     if args.device == "cuda":
-        ms_ref, ms_ours = step_ms(reference, ids), step_ms(ours, ids)
+        from .step_time import median_step_ms, training_step
+
+        ms_ref, ms_ours = (median_step_ms(training_step(m, lambda m=m: m(ids, labels=ids).loss, lr=1e-4), 20, warmup=3)
+                           for m in (reference, ours))
         print(f"training step (batch 8 x 128, AdamW), median of 20: PyTorch {ms_ref:.2f} ms, Backplane norms "
               f"{ms_ours:.2f} ms ({ms_ref / ms_ours:.2f}x)")
     return 0

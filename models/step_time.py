@@ -17,20 +17,31 @@ import backplane
 from .train import DecoderLM, batch, loss_of
 
 
-def median_step_ms(model, run, tokens, targets, repeats):
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+def median_step_ms(step, repeats, warmup=5):
+    """Median CUDA-event time of `step()` (one training step) over `repeats` calls, after
+    `warmup` calls (the first compile, or warm up)."""
     times = []
-    for i in range(repeats + 5):  # the first calls compile (compiled) or warm up
+    for i in range(repeats + warmup):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        opt.zero_grad(set_to_none=True)
-        loss_of(run, tokens, targets).backward()
-        opt.step()
+        step()
         end.record()
         torch.cuda.synchronize()
-        if i >= 5:
+        if i >= warmup:
             times.append(start.elapsed_time(end))
     return statistics.median(times)
+
+
+def training_step(model, loss_fn, lr=3e-3):
+    """A function taking one AdamW step of `model` on loss_fn()."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn().backward()
+        opt.step()
+
+    return step
 
 
 def main(argv=None) -> int:
@@ -45,7 +56,7 @@ def main(argv=None) -> int:
         for use_backplane in (True, False):
             model = DecoderLM(use_backplane=use_backplane).cuda()
             run = torch.compile(model) if compiled else model
-            row.append(median_step_ms(model, run, tokens, targets, args.repeats))
+            row.append(median_step_ms(training_step(model, lambda run=run: loss_of(run, tokens, targets)), args.repeats))
         print(f"{'compiled' if compiled else 'eager':8} step: Backplane {row[0]:.3f} ms, PyTorch {row[1]:.3f} ms "
               f"({row[1] / row[0]:.2f}x)")
     return 0

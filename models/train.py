@@ -98,6 +98,19 @@ def loss_of(model, tokens, targets):
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets[:, HALF:].reshape(-1))
 
 
+def check_gradients(model, reference, step) -> float:
+    """The largest difference between the two models' gradients, parameter by parameter;
+    raises where `model` has none or one differs beyond float32 tolerance."""
+    worst = 0.0
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        if p.grad is None:
+            raise RuntimeError(f"step {step}: parameter {name} got no gradient through the Backplane model")
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5,
+                                   msg=lambda m, name=name: f"step {step}, {name}: {m}")
+        worst = max(worst, (p.grad - q.grad).abs().max().item())
+    return worst
+
+
 def train(backend="cpu", steps=100, batch_size=32, compile=False, lr=3e-3, log=print, compile_backend="inductor"):
     """Returns (losses, largest gradient difference against the twin over all steps).
     Raises where a parameter gets no gradient or one differs from the twin's."""
@@ -120,12 +133,7 @@ def train(backend="cpu", steps=100, batch_size=32, compile=False, lr=3e-3, log=p
             loss.backward()
             if model is ours:
                 losses.append(loss.item())
-        for (name, p), q in zip(ours.named_parameters(), twin.parameters()):
-            if p.grad is None:
-                raise RuntimeError(f"parameter {name} got no gradient through the Backplane model")
-            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5,
-                                       msg=lambda m, name=name: f"step {step}, {name}: {m}")
-            worst = max(worst, (p.grad - q.grad).abs().max().item())
+        worst = max(worst, check_gradients(ours, twin, step))
         opt_ours.step()
         opt_twin.step()
         if log and (step % max(1, steps // 20) == 0 or step == steps - 1):

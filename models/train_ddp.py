@@ -27,7 +27,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import backplane  # noqa: E402
 
-from .train import DecoderLM, batch, loss_of  # noqa: E402
+from .train import DecoderLM, batch, check_gradients, loss_of  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -63,12 +63,7 @@ def main(argv=None) -> int:
             loss = loss_of(single, tokens, targets)
             loss.backward()
             first_loss = loss.item() if first_loss is None else first_loss
-            for (name, p_ddp), p_one in zip(model.named_parameters(), single.parameters()):
-                if p_ddp.grad is None:
-                    raise RuntimeError(f"rank 0: {name} got no gradient under DDP")
-                torch.testing.assert_close(p_ddp.grad, p_one.grad, rtol=1e-4, atol=1e-5,
-                                           msg=lambda m, name=name: f"step {step}, {name}: {m}")
-                worst = max(worst, (p_ddp.grad - p_one.grad).abs().max().item())
+            worst = max(worst, check_gradients(model, single, step))
             opt_single.step()
         opt.step()
     if rank == 0:
