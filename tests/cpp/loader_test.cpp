@@ -3,6 +3,7 @@
 #include <backplane/loader.h>
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
+#include <backplane/registry.h>
 #include <backplane/selection.h>
 
 #include <ATen/ATen.h>
@@ -21,6 +22,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <mutex>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -408,6 +411,59 @@ TEST(Loader, ListingDoesNotOpenPlugins) {
     }
   EXPECT_TRUE(saw_cpu);
   EXPECT_FALSE(has_kernel("add", c10::DispatchKey::CPU));
+}
+
+}  // namespace
+}  // namespace backplane
+
+namespace backplane {
+namespace {
+
+// 16 threads at once load plugins (cpu, and acme, whose fragment defines ops while the
+// others read the op list), list backends and ops, and call ops through the dispatcher.
+// Every call must give the right numbers and nothing may throw, hang or crash; run under
+// TSan in CI (scripts/sanitizers.sh) it also must show no data race in Backplane's code.
+TEST(LoaderStress, SixteenThreadsLoadListAndCall) {
+  constexpr int kThreads = 16, kRounds = 40;
+  std::atomic<int> failures{0};
+  std::mutex first_failure_mutex;
+  std::string first_failure;
+  auto fail = [&](const std::string& why) {
+    if (failures++ == 0) {
+      std::lock_guard<std::mutex> lock(first_failure_mutex);
+      first_failure = why;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const auto add = c10::Dispatcher::singleton().findSchemaOrThrow("backplane::add", "").typed<at::Tensor(
+            const at::Tensor&, const at::Tensor&, const at::Scalar&)>();
+        for (int round = 0; round < kRounds; ++round) {
+          load("cpu", in(kPlugins));
+          if (t % 4 == 0) load("acme", in(kFixtures));
+          if (backends(in(kFixtures)).empty()) fail("backends() listed nothing");
+          for (const OpDef& op : all_ops())
+            if (find_op_def(op.id()) != &op) fail("find_op_def(" + op.id() + ") is not the listed op");
+          const at::Tensor a = at::full({64}, double(t)), b = at::full({64}, double(round));
+          if (!at::equal(add.call(a, b, 2), at::full({64}, double(t + 2 * round)))) fail("add gave a wrong result");
+          if (const OpDef* gelu = find_op_def("acme::fused_gelu")) {
+            const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(gelu->qualified_name().c_str(), "");
+            const at::Tensor x = at::full({8}, 1.0);
+            if (!at::allclose(handle.typed<at::Tensor(const at::Tensor&)>().call(x), at::gelu(x)))
+              fail("acme::fused_gelu gave a wrong result");
+          }
+          (void)serving();
+        }
+      } catch (const std::exception& e) {
+        fail(std::string("threw: ") + e.what());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  EXPECT_NE(find_op_def("acme::fused_gelu"), nullptr);
 }
 
 }  // namespace

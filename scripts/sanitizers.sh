@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Backplane's C++ under sanitizers, in a build tree of its own (no CUDA: run the CUDA
+# kernels under compute-sanitizer on the GPU machine instead, bench/RESULTS.md):
+#   scripts/sanitizers.sh asan [BUILD]   ASan+UBSan: every gtest suite through CTest
+#                                        (conformance on cpu and npu, loader, npu device,
+#                                        registry, docs examples)
+#   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
+#                                        worker threads) and the 16-thread loader stress
+#                                        test, each run 3 times
+# Any report fails the run (halt_on_error). The build uses the compiler setup chose and
+# the Python of the main build (build/.python), as `make test` leaves them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: scripts/sanitizers.sh asan|tsan [BUILD]}
+case "$MODE" in
+  asan) SANITIZE=address,undefined ;;
+  tsan) SANITIZE=thread ;;
+  *) echo "sanitizers.sh: unknown mode '$MODE' (asan or tsan)" >&2; exit 2 ;;
+esac
+BUILD=${2:-build-$MODE}
+python=${TORCH_PYTHON:-$(cat build/.python)}
+cxx=$(cat build/.cxx 2>/dev/null || command -v g++)
+generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
+# Leaks: libtorch's static registrations are never freed, by design. A test that asks
+# for an impossible size expects an error, not ASan's abort.
+export ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0:allocator_may_return_null=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
+cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DBACKPLANE_PYTHON="$python" -DBACKPLANE_SANITIZE="$SANITIZE" -DBACKPLANE_CUDA=OFF -DBACKPLANE_BUILD_BENCH=OFF >/dev/null
+if [ "$MODE" = asan ]; then
+  cmake --build "$BUILD" --parallel
+  BACKPLANE_TEST_BACKENDS=cpu,npu ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
+  echo "sanitizers: ASan+UBSan, every gtest suite passed with no report"
+else
+  cmake --build "$BUILD" --parallel --target backplane_npu_runtime_tests backplane_loader_tests backplane_acme
+  for run in 1 2 3; do
+    "$BUILD/bin/backplane_npu_runtime_tests" --gtest_brief=1
+    "$BUILD/bin/backplane_loader_tests" --gtest_filter='LoaderStress.*' --gtest_brief=1
+  done
+  echo "sanitizers: TSan, npu runtime tests and the loader stress test passed 3 times with no report"
+fi
