@@ -2,6 +2,7 @@
 
 #include <backplane/loader.h>
 #include <backplane/registry.h>
+#include <backplane/vendor_ops.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/TensorOptions.h>
@@ -80,11 +81,28 @@ PackageNeeds package_needs(const std::string& package) {
   caffe2::serialize::PyTorchStreamReader reader(package);
   std::set<std::string> ops, classes;
   const std::string ns = std::string(kNamespace);
+  // The core's namespace and those of plugins' own ops (vendor_ops.h): the loaded ones,
+  // and those whose fragments lie on the search path (so a package calling an op of a
+  // plugin that is not loaded gets its name as the hint).
+  std::set<std::string> namespaces, unloaded;
+  for (const OpDef& op : all_ops()) namespaces.insert(op.ns);
+  for (const auto& r : backends()) {
+    if (r.registry.empty()) continue;
+    try {
+      const std::string space = read_fragment(r.registry).ns;
+      if (namespaces.insert(space).second) unloaded.insert(space);
+    } catch (const std::exception&) {
+      // a bad fragment: its plugin is listed as rejected, with the reason
+    }
+  }
   for (const auto& name : reader.getAllRecords()) {
     if (!ends_with(name, ".json")) continue;
     const std::string text = record_text(reader, name);
-    for (const auto& op : names_after(text, ns + "::"))
-      if (registry().find(op)) ops.insert(op);
+    for (const auto& space : namespaces)
+      for (const auto& op : names_after(text, space + "::")) {
+        if (const OpDef* def = find_op_def(space + "::" + op)) ops.insert(def->id());
+        else if (unloaded.count(space)) ops.insert(space + "::" + op);  // its plugin is not loaded
+      }
     for (const auto& cls : names_after(text, "__torch__.torch.classes." + ns + "."))
       classes.insert("__torch__.torch.classes." + ns + "." + cls);
   }
@@ -106,7 +124,8 @@ std::vector<std::string> missing_for(const PackageNeeds& needs) {
   const c10::DispatchKey key = c10::computeDispatchKey(std::nullopt, c10::kStrided, device);
   const std::string key_name = c10::toString(key);
   for (const auto& op : needs.ops) {
-    const std::string qualified = std::string(kNamespace) + "::" + op;
+    const OpDef* def = find_op_def(op);  // null: a plugin's own op, its plugin not loaded
+    const std::string qualified = def ? def->qualified_name() : op;
     const auto handle = c10::Dispatcher::singleton().findOp({qualified, ""});
     if (handle && handle->hasKernelForDispatchKey(key)) continue;
     const auto found = providers(op, key_name);

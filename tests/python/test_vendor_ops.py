@@ -117,3 +117,39 @@ def test_cli_lists_checks_and_benchmarks_vendor_ops():
                 "--dtypes", "float32", "--min-time", "0.01", "--repetitions", "1")
     assert bench.returncode == 0, bench.stdout[-2000:] + bench.stderr[-2000:]
     assert "acme::fused_gelu" in bench.stdout and "FAILED:" not in bench.stdout, bench.stdout[-2000:]
+
+
+def test_backplane_run_names_the_plugin_a_package_needs_for_its_vendor_ops(tmp_path):
+    """An AOTInductor package calling acme::fused_gelu: `backplane run` without acme names
+    acme as the plugin to load (found through its fragment on the search path); with it,
+    the package runs and matches its reference."""
+    python(f"""
+from torch._inductor import config
+from backplane.native_libstdcxx import choose_cxx
+from backplane.package import add_layouts
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.ops.acme.fused_gelu(x) * 2
+
+batch = torch.export.Dim("batch", min=2, max=64)
+ep = torch.export.export(Model(), (torch.randn(4, 8),), dynamic_shapes=({{0: batch}},))
+with config.patch({{"cpp.cxx": (None, choose_cxx(None))}}):
+    torch._inductor.aoti_compile_and_package(ep, package_path={str(tmp_path / "m.pt2")!r})
+add_layouts({str(tmp_path / "m.pt2")!r}, ep)
+cases = []
+for b in (2, 5):
+    x = torch.randn(b, 8)
+    cases.append({{"batch": b, "inputs": [x], "expected": [torch.nn.functional.gelu(x) * 2]}})
+torch.save({{"atol": 1e-6, "rtol": 1e-5, "cases": cases}}, {str(tmp_path / "io.pt")!r})
+""")
+    run = ("run", str(tmp_path / "m.pt2"), "--input", str(tmp_path / "io.pt"), "--repeat", "1")
+    env_path = {"BACKPLANE_PLUGIN_PATH": str(FIXTURES)}
+    without = subprocess.run([str(BACKPLANE), *run, "--backends", "cpu"], capture_output=True, text=True,
+                             env={**env(), **env_path}, timeout=300)
+    assert without.returncode == 1, without.stdout + without.stderr
+    assert ("the package calls acme::fused_gelu on cpu, but no loaded backend implements it for CPU; load the plugin "
+            "that implements it: acme") in without.stdout + without.stderr, without.stdout + without.stderr
+    with_acme = subprocess.run([str(BACKPLANE), *run, "--backends", "cpu,acme"], capture_output=True, text=True,
+                               env={**env(), **env_path}, timeout=300)
+    assert with_acme.returncode == 0, with_acme.stdout + with_acme.stderr
