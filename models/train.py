@@ -1,5 +1,5 @@
-"""Trains a small decoder language model whose norms, residual adds and SwiGLU gate run
-on Backplane ops, beside a pure-PyTorch twin with the same weights, on a task it makes
+"""Trains a small decoder language model whose norms, residual adds and SwiGLU gate
+(silu_mul) run on Backplane ops, beside a pure-PyTorch twin with the same weights, on a task it makes
 up: reversing a sequence of tokens.
 
     python -m models.train --backend cpu --steps 200 [--compile]
@@ -28,7 +28,7 @@ EPS = 1e-6
 
 
 class Ops:
-    """The four operations the two twins differ in."""
+    """The operations the two twins differ in."""
 
     def __init__(self, use_backplane: bool):
         self.use_backplane = use_backplane
@@ -41,8 +41,8 @@ class Ops:
     def add(self, a, b):
         return torch.ops.backplane.add(a, b) if self.use_backplane else a + b
 
-    def mul(self, a, b):
-        return torch.ops.backplane.mul(a, b) if self.use_backplane else a * b
+    def silu_mul(self, gate, up):
+        return torch.ops.backplane.silu_mul(gate, up) if self.use_backplane else F.silu(gate) * up
 
 
 class Block(torch.nn.Module):
@@ -56,7 +56,7 @@ class Block(torch.nn.Module):
         self.attn_norm = torch.nn.Parameter(torch.ones(DIM))
         self.mlp_norm = torch.nn.Parameter(torch.ones(DIM))
         self.qkv, self.out = weight(3 * DIM, DIM), weight(DIM, DIM)
-        self.gate, self.up, self.down = weight(HIDDEN, DIM), weight(HIDDEN, DIM), weight(DIM, HIDDEN)
+        self.gate_up, self.down = weight(2 * HIDDEN, DIM), weight(DIM, HIDDEN)
 
     def forward(self, x):
         batch, seq, _ = x.shape
@@ -66,7 +66,9 @@ class Block(torch.nn.Module):
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, seq, DIM)
         x = self.ops.add(x, F.linear(a, self.out))
         h = self.ops.rms_norm(x, self.mlp_norm)
-        return self.ops.add(x, F.linear(self.ops.mul(F.silu(F.linear(h, self.gate)), F.linear(h, self.up)), self.down))
+        # SwiGLU: one projection to [..., 2 * HIDDEN]; its halves reach silu_mul as strided views.
+        gate, up = F.linear(h, self.gate_up).split(HIDDEN, dim=-1)
+        return self.ops.add(x, F.linear(self.ops.silu_mul(gate, up), self.down))
 
 
 class DecoderLM(torch.nn.Module):

@@ -166,3 +166,13 @@ def test_gradients_under_torch_compile_match_eager():
     compiled = torch.autograd.grad(torch.compile(f, backend="aot_eager", fullgraph=True)(x, w), (x, w))
     for got, expected in zip(compiled, eager):
         torch.testing.assert_close(got, expected)
+
+
+def test_silu_mul_on_the_halves_of_one_projection():
+    """SwiGLU's layout: gate and up are the two halves of one [..., 2H] tensor, passed as
+    strided views (no copy); values and gradients (through the split) match PyTorch."""
+    x = torch.randn(3, 5, 2 * 24, dtype=torch.float64, requires_grad=True)
+    gate, up = x.split(24, dim=-1)
+    assert gate.data_ptr() + 24 * 8 == up.data_ptr() and not gate.is_contiguous()
+    torch.testing.assert_close(torch.ops.backplane.silu_mul(gate, up), torch.nn.functional.silu(gate) * up)
+    assert torch.autograd.gradcheck(lambda t: torch.ops.backplane.silu_mul(*t.split(24, dim=-1)), (x,))
