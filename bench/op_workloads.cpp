@@ -31,8 +31,13 @@ using conformance::op_arguments;
 
 // The op's arguments for a bench shape: random Tensors (never zeros: no kernel is fast
 // by accident on special data), other arguments as given or defaulted.
+// A preset with a `layout` makes every Tensor argument in that layout (a transposed,
+// strided, offset or expanded view, as the conformance suite makes them).
 std::vector<c10::IValue> make_args(const OpDef& op, const OpInputs& shape, c10::ScalarType dtype, c10::Device device) {
+  uint64_t seed = 0;
   return op_arguments(op, shape, [&](at::IntArrayRef sizes) {
+    for (auto layout : conformance::kLayouts)
+      if (shape.layout == conformance::layout_name(layout)) return conformance::make(sizes, layout, dtype, device, ++seed);
     return at::randn(sizes, at::TensorOptions().dtype(dtype).device(device));
   });
 }

@@ -16,6 +16,9 @@
 #                                    own `namespace:` (docs/vendor-ops.md), checked at
 #                                    build time, copied beside the plugin as
 #                                    libbackplane_<name>.ops.yaml and named in its manifest
+#     [USES_REGISTRY <file.yaml>]    another plugin's fragment, whose ops this one also
+#                                    implements: read at build time (so the manifest lists
+#                                    them) but not shipped; load that plugin first
 #     [NO_INSTALL])
 #
 # Builds libbackplane_<name>.so and, right after linking, its manifest
@@ -46,7 +49,7 @@ if(NOT BACKPLANE_CORE_TARGET)
 endif()
 
 function(backplane_add_plugin name)
-  cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY" "SOURCES;LINK"
+  cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY;USES_REGISTRY" "SOURCES;LINK"
                         ${ARGN})
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "backplane_add_plugin(${name}): unexpected arguments: ${P_UNPARSED_ARGUMENTS}")
@@ -119,6 +122,14 @@ function(backplane_add_plugin name)
     add_custom_command(TARGET ${target} POST_BUILD
       COMMAND ${CMAKE_COMMAND} -E copy ${fragment} ${fragment_copy}
       VERBATIM)
+  endif()
+  if(P_USES_REGISTRY)
+    if(P_REGISTRY)
+      message(FATAL_ERROR "backplane_add_plugin(${name}): REGISTRY and USES_REGISTRY exclude each other")
+    endif()
+    get_filename_component(used ${P_USES_REGISTRY} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+    set(registry_args --registry ${used})  # no --registry-name: the manifest names no fragment
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${used})
   endif()
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND $<TARGET_FILE:${BACKPLANE_MANIFEST_TARGET}> --plugin $<TARGET_FILE:${target}> --name ${name}

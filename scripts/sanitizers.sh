@@ -3,7 +3,8 @@
 # kernels under compute-sanitizer on the GPU machine instead, bench/RESULTS.md):
 #   scripts/sanitizers.sh asan [BUILD]   ASan+UBSan: every gtest suite through CTest
 #                                        (conformance on cpu and npu, loader, npu device,
-#                                        registry, docs examples)
+#                                        registry, docs examples); not in CI yet, and not
+#                                        yet run to completion on the 2-core machine
 #   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
 #                                        worker threads) and the 16-thread loader stress
 #                                        test, each run 3 times

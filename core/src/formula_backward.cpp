@@ -29,12 +29,12 @@ FormulaBackward::FormulaBackward(const OpDef& op, const c10::OperatorHandle& han
 }
 
 torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
-  TORCH_CHECK(!c10::GradMode::is_enabled(), "backplane::", op_.name,
+  TORCH_CHECK(!c10::GradMode::is_enabled(), op_.qualified_name(),
               ": double backward (create_graph=True) is not supported; its backward: formulas give first "
               "derivatives only");
   for (size_t i = 0; i < args_.size(); ++i)
     if (args_[i].isTensor())
-      TORCH_CHECK(args_[i].toTensor()._version() == versions_[i], "backplane::", op_.name, ": argument '",
+      TORCH_CHECK(args_[i].toTensor()._version() == versions_[i], op_.qualified_name(), ": argument '",
                   op_.arguments[i].name(), "' was modified in place after the forward, and its backward needs it "
                   "(version ", versions_[i], " saved, now ", args_[i].toTensor()._version(), ")");
   std::map<std::string, c10::IValue> names;

@@ -30,7 +30,7 @@ class FormulaBackward : public torch::autograd::Node {
                   std::vector<size_t> wanting);
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override;
-  std::string name() const override { return "backplane::" + op_.name + "_backward"; }
+  std::string name() const override { return op_.qualified_name() + "_backward"; }
 
  private:
   const OpDef& op_;

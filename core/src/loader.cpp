@@ -175,7 +175,9 @@ class Loader {
       if (auto why = privateuse1_taken(name)) return reject(*why);
     std::optional<Fragment> fragment;
     if (!manifest.registry.empty()) {
-      record.registry = detail::join_path(detail::parent_dir(record.path), manifest.registry);
+      // Beside the plugin as found (as the manifest is), then canonical: one file, one name.
+      const std::string fragment_path = detail::join_path(detail::parent_dir(plugin_path), manifest.registry);
+      record.registry = detail::file_exists(fragment_path) ? canonical(fragment_path) : fragment_path;
       try {
         fragment = read_fragment(record.registry);
         check_fragment(*fragment);
@@ -236,6 +238,11 @@ class Loader {
   BackendRecord open(const std::string& name, const std::string& plugin_path) {
     BackendRecord record = inspect(name, plugin_path);
     if (record.status != BackendStatus::Available) return record;
+    if (!poisoned_.empty()) {
+      record.status = BackendStatus::Failed;
+      record.reason = "not opened: " + poisoned_;
+      return record;
+    }
     // Its own ops first: its kernels register for them while dlopen runs.
     if (!record.registry.empty()) {
       try {
@@ -247,8 +254,7 @@ class Loader {
       }
     }
     // RTLD_LOCAL: a plugin's symbols stay its own (plugins also build with hidden
-    // visibility). The handle is never closed, except to take back registrations its
-    // manifest does not declare (undo below).
+    // visibility). The handle is deliberately never closed.
     // Its kernels register during dlopen, through the core (kernel.h), which checks each
     // against the manifest and keeps every plugin's kernel when two serve one device.
     detail::LoadingPlugin loading{name, record.dispatch_key, record.ops, {}, {}};
@@ -264,15 +270,9 @@ class Loader {
       static void* (*volatile open_library)(const char*, int) = &dlopen;
       handle = open_library(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     } catch (const std::exception& e) {  // a static initializer threw through dlopen
-      opened_.insert(name);
-      record.status = BackendStatus::Failed;
-      record.reason = std::string("its static initializer threw while opening: ") + e.what();
-      return record;
+      return threw_while_opening(name, record, std::string("its static initializer threw while opening: ") + e.what());
     } catch (...) {
-      opened_.insert(name);
-      record.status = BackendStatus::Failed;
-      record.reason = "its static initializer threw a non-standard exception while opening";
-      return record;
+      return threw_while_opening(name, record, "its static initializer threw a non-standard exception while opening");
     }
     if (handle != nullptr) opened_.insert(name);
     if (handle == nullptr) {
@@ -283,10 +283,14 @@ class Loader {
     }
     const std::vector<std::string> undeclared = undeclared_registrations(before, dispatcher_state(), record);
     if (!undeclared.empty()) {
+      // Its kernels cannot be taken back safely (closing the library would leave whatever
+      // else it registered dangling), so it is reported, with what to do.
+      detail::withdraw_offers(name);
       record.status = BackendStatus::Failed;
       record.reason = "its manifest " + detail::join_path(detail::parent_dir(record.path), manifest_file_name(name)) +
                       " declares key " + record.dispatch_key + ", ops [" + join(record.ops) + "], but the library " +
-                      join(undeclared, "; ") + "; " + undo(handle, before, loading);
+                      join(undeclared, "; ") + "; those kernels stay registered in this process: restart it without "
+                      "this plugin (`backplane list` probes plugins in a child process first)";
       return record;
     }
     detail::after_plugin_loaded(name);
@@ -353,16 +357,18 @@ class Loader {
     return found;
   }
 
-  // Closing the library runs its registrations' destructors, which takes its kernels back
-  // out of the dispatcher. Only for a plugin that registered nothing through the core
-  // (the core keeps pointers to those kernels).
-  static std::string undo(void* handle, const DispatcherState& before, const detail::LoadingPlugin& loading) {
-    if (!loading.offered.empty())
-      return "its kernels stay registered in this process (it also registered through the core); restart without it";
-    dlclose(handle);
-    return dispatcher_state() == before ? "the library was closed again, which took its registrations back out"
-                                        : "closing the library did not take all its registrations back out; restart "
-                                          "without it";
+  // A throw that unwound through dlopen leaves glibc's loader lock held and the library
+  // half initialized: another thread's dlopen would hang. This process opens no plugin
+  // again; the reason says so (backplane list probes in a child process and avoids this).
+  BackendRecord threw_while_opening(const std::string& name, BackendRecord& record, const std::string& why) {
+    opened_.insert(name);
+    detail::withdraw_offers(name);
+    record.status = BackendStatus::Failed;
+    record.reason = why + "; the dynamic loader may be left locked, so this process opens no more plugins: "
+                          "restart it without this one";
+    poisoned_ = "plugin '" + name + "' (" + record.path + ") threw through dlopen earlier in this process, which may "
+                "leave the dynamic loader locked; restart the process without it";
+    return record;
   }
 
   static std::vector<std::string> registered_ops(c10::DispatchKey key) {
@@ -379,6 +385,7 @@ class Loader {
   std::recursive_mutex mutex_;
   std::map<std::string, BackendRecord> records_;
   std::set<std::string> opened_;  // names dlopen'ed once (a plugin is never opened twice)
+  std::string poisoned_;          // why no plugin may be opened any more (threw_while_opening)
 };
 
 Loader& loader() {

@@ -1,7 +1,10 @@
 #include "op_checks_parse.h"
 
+#include <backplane/conformance_inputs.h>
+
 #include "yaml_location.h"
 
+#include <optional>
 #include <sstream>
 
 namespace backplane::detail {
@@ -34,7 +37,8 @@ class ChecksParser {
         checks.errors.push_back(std::move(e));
       }
     if (const YAML::Node bench = node["bench"])
-      for (const auto& item : list(bench, "bench")) checks.bench.push_back(inputs(item, /*allow_error=*/false));
+      for (const auto& item : list(bench, "bench"))
+        checks.bench.push_back(inputs(item, /*allow_error=*/false, /*allow_layout=*/true));
     if (checks.samples.empty()) default_samples(node);
     if (checks.bench.empty() && elementwise()) {
       // The first sample's other arguments, every Tensor at 1M elements.
@@ -131,7 +135,7 @@ class ChecksParser {
     fail(node, what + " has type " + arg.type()->str() + ", which registry samples cannot give yet");
   }
 
-  OpInputs inputs(const YAML::Node& node, bool allow_error) const {
+  OpInputs inputs(const YAML::Node& node, bool allow_error, bool allow_layout = false) const {
     if (!node.IsMap()) fail(node, "a sample of '" + op_.name + "' is a mapping of argument names to values, found " + kind_name(node));
     OpInputs in;
     in.where = at(file_, node);
@@ -142,6 +146,10 @@ class ChecksParser {
         continue;
       }
       if (allow_error && key == "error") continue;
+      if (allow_layout && key == "layout") {
+        in.layout = layout(entry.second);
+        continue;
+      }
       const int index = op_.arg_index(key);
       if (index < 0) {
         std::string known;
@@ -156,7 +164,28 @@ class ChecksParser {
         fail(node, "a sample of '" + op_.name + "' must give argument '" + arg.name() + "'" +
                        (arg.type()->kind() == c10::TypeKind::TensorType ? " (a Tensor: its sizes)" : " (no default)"));
     if (in.name.empty()) in.name = describe(in);
+    if (!in.layout.empty())
+      for (const auto& [arg, value] : in.args)
+        if (value.isIntList() && op_.arg_index(arg) >= 0 &&
+            op_.arguments[op_.arg_index(arg)].type()->kind() == c10::TypeKind::TensorType &&
+            !conformance::layout_fits(*conformance_layout(in.layout), static_cast<int64_t>(value.toIntVector().size())))
+          fail(node, "bench preset '" + in.name + "': argument '" + arg + "' has " +
+                         std::to_string(value.toIntVector().size()) + " dimension(s), too few for layout '" + in.layout + "'");
     return in;
+  }
+
+  static std::optional<conformance::Layout> conformance_layout(const std::string& name) {
+    for (auto l : conformance::kLayouts)
+      if (name == conformance::layout_name(l)) return l;
+    return std::nullopt;
+  }
+
+  std::string layout(const YAML::Node& node) const {
+    const std::string name = node.IsScalar() ? node.Scalar() : "";
+    if (!conformance_layout(name) || name == "contiguous")
+      fail(node, "a bench preset's layout is one of: strided, transposed, offset, expanded (contiguous is the "
+                 "default); found '" + name + "'");
+    return name;
   }
 
   static std::string describe(const OpInputs& in) {

@@ -32,4 +32,8 @@ class LoadingScope {
 // preference resolves.
 void after_plugin_loaded(const std::string& plugin);
 
+// A plugin that failed after dlopen: its offers leave the per-op choice (a slot it alone
+// served keeps its directly registered kernel: the failure reason says to restart).
+void withdraw_offers(const std::string& plugin);
+
 }  // namespace backplane::detail

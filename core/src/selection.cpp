@@ -31,6 +31,7 @@ struct Slot {
   std::string ns, op_name;  // "acme", "fused_gelu"
   c10::DispatchKey key;
   std::list<Offer> offers;  // a list: `chosen` points into it
+  std::list<Offer> retired;  // offers of plugins that failed after dlopen (withdraw)
   std::atomic<const c10::KernelFunction*> chosen{nullptr};
   std::string serving, why;
   std::unique_ptr<torch::Library> selector;  // once two plugins offer this (op, key)
@@ -122,6 +123,7 @@ class Selection {
                            torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Selector>(slot.get())));
     }
     for (auto& [_, slot] : slots_) {
+      if (slot->offers.empty()) continue;
       choose(*slot);
       if (slot->offers.size() > 1 && slot->why == "loaded first" && !slot->warned) {
         slot->warned = true;
@@ -132,13 +134,28 @@ class Selection {
     }
   }
 
+  void withdraw(const std::string& plugin) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    for (auto& [_, slot] : slots_) {
+      // Moved aside, never freed: `chosen` may point at one until choose() runs, and a
+      // selector on another thread may be reading it.
+      for (auto it = slot->offers.begin(); it != slot->offers.end();) {
+        auto next = std::next(it);
+        if (it->plugin == plugin) slot->retired.splice(slot->retired.end(), slot->offers, it);
+        it = next;
+      }
+      if (!slot->offers.empty()) choose(*slot);
+    }
+  }
+
   void set(const std::string& op, const std::vector<std::string>& plugins) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     if (plugins.empty())
       prefs_.erase(op);
     else
       prefs_[op] = plugins;
-    for (auto& [_, slot] : slots_) choose(*slot);
+    for (auto& [_, slot] : slots_)
+      if (!slot->offers.empty()) choose(*slot);
   }
 
   std::map<std::string, std::vector<std::string>> preferences() {
@@ -149,13 +166,15 @@ class Selection {
   void replace_all(const std::map<std::string, std::vector<std::string>>& prefs) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     prefs_ = prefs;
-    for (auto& [_, slot] : slots_) choose(*slot);
+    for (auto& [_, slot] : slots_)
+      if (!slot->offers.empty()) choose(*slot);
   }
 
   std::vector<ServingRecord> records() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::vector<ServingRecord> out;
     for (const auto& [_, slot] : slots_) {
+      if (slot->offers.empty()) continue;  // its only plugin failed after dlopen
       ServingRecord r{slot->op, c10::toString(slot->key), {}, slot->serving, slot->why};
       for (const auto& o : slot->offers) r.offered_by.push_back(o.plugin);
       out.push_back(std::move(r));
@@ -214,12 +233,18 @@ std::string trim(const std::string& s) {
 
 // Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
 // is not a plugin name.
-void check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
-  if (op != "*" && !find_op_def(op))
+// Returns the op as preferences key it: its id ("add" for "backplane::add"). A plugin's own
+// op (ns::name) not defined yet is kept as written: it applies once its plugin loads.
+std::string check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
+  std::string id = op;
+  if (const OpDef* def = op == "*" ? nullptr : find_op_def(op))
+    id = def->id();
+  else if (op != "*" && (op.find("::") == std::string::npos || op.rfind(std::string(kNamespace) + "::", 0) == 0))
     throw std::invalid_argument(what + ": no op '" + op + "' in the registry or a loaded plugin's fragment");
   for (const auto& p : plugins)
     if (!is_valid_backend_name(p))
       throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");
+  return id;
 }
 
 std::map<std::string, std::vector<std::string>> parse_spec(const std::string& spec) {
@@ -236,9 +261,9 @@ std::map<std::string, std::vector<std::string>> parse_spec(const std::string& sp
     std::stringstream names(part.substr(colon + 1));
     for (std::string name; std::getline(names, name, ',');)
       if (!trim(name).empty()) plugins.push_back(trim(name));
-    check_preference(op, plugins, "preference '" + part + "'");
+    const std::string id = check_preference(op, plugins, "preference '" + part + "'");
     if (plugins.empty()) throw std::invalid_argument("preference '" + part + "' names no plugin");
-    out[op] = plugins;
+    out[id] = plugins;
   }
   return out;
 }
@@ -281,11 +306,12 @@ LoadingScope::~LoadingScope() { loading = previous_; }
 
 void after_plugin_loaded(const std::string&) { Selection::get().after_load(); }
 
+void withdraw_offers(const std::string& plugin) { Selection::get().withdraw(plugin); }
+
 }  // namespace detail
 
 void prefer(const std::string& op, const std::vector<std::string>& plugins) {
-  check_preference(op, plugins, "prefer");
-  Selection::get().set(op, plugins);  // an empty list clears op's preference
+  Selection::get().set(check_preference(op, plugins, "prefer"), plugins);  // an empty list clears op's preference
 }
 
 void prefer_from_string(const std::string& spec) {

@@ -58,8 +58,13 @@ class VendorOps {
     if (!library)
       library = std::make_unique<torch::Library>(torch::Library::FRAGMENT, fragment.ns, std::nullopt, __FILE__, __LINE__);
     for (const OpDef& op : fragment.ops) {
-      ops_.push_back({op, plugin});
-      detail::define_op(*library, ops_.back().def);
+      ops_.push_back({op, plugin});  // first: defining it builds a Meta kernel that looks it up
+      try {
+        detail::define_op(*library, ops_.back().def);
+      } catch (...) {
+        ops_.pop_back();
+        throw;
+      }
     }
     files_.insert(fragment.file);
   }
@@ -89,7 +94,8 @@ class VendorOps {
       if (const DefinedOp* other = find_locked(q))
         throw RegistryError(op.where, "redefines " + q + ", which plugin '" + other->plugin + "' already defined at " +
                                           other->def.where.str());
-      if (c10::Dispatcher::singleton().findOp(c10::OperatorName(q, "")))
+      // findSchema, not findOp: an op a library only implemented (m.impl) has no schema yet.
+      if (c10::Dispatcher::singleton().findSchema(c10::OperatorName(q, "")))
         throw RegistryError(op.where, "defines " + q + ", which a library not loaded through backplane already "
                                           "defined in this process");
     }

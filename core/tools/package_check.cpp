@@ -30,6 +30,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::set<std::string> names_after(const std::string& text, const std::string& prefix) {
   std::set<std::string> out;
   for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    // "ns::" as a whole word: not the tail of another name ("_c10d_functional::" is not "functional::").
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_')) continue;
     size_t end = at + prefix.size();
     while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
     if (end > at + prefix.size()) out.insert(text.substr(at + prefix.size(), end - at - prefix.size()));

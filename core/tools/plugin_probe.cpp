@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <chrono>
 #include <thread>
@@ -17,12 +18,13 @@ extern char** environ;
 namespace backplane::cli {
 namespace {
 
-constexpr const char* kDone = "backplane-probe: done\n";
+constexpr const char* kLoaded = "backplane-probe: loaded\n";
+constexpr const char* kNotLoaded = "backplane-probe: not loaded: ";
 constexpr int kTimeoutSeconds = 60;
 
 std::string signal_text(int sig) {
-  const char* name = sigabbrev_np(sig);
-  return "signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+  const char* name = strsignal(sig);  // "Aborted", "Segmentation fault"
+  return "signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
 }
 
 }  // namespace
@@ -52,7 +54,12 @@ std::optional<std::string> probe_in_child(const std::string& name, const LoadOpt
   for (;;) {
     char buffer[4096];
     for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<size_t>(n));
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    const pid_t waited = waitpid(pid, &status, WNOHANG);
+    if (waited == pid) break;
+    if (waited < 0 && errno != EINTR) {  // ECHILD (SIGCHLD ignored): judge by what it said
+      status = said.find(kLoaded) != std::string::npos ? 0 : (1 << 8);
+      break;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -68,21 +75,30 @@ std::optional<std::string> probe_in_child(const std::string& name, const LoadOpt
   if (WIFSIGNALED(status))
     return "crashed while opening, with " + signal_text(WTERMSIG(status)) +
            ", in a child process probe; not opened here";
-  if (WEXITSTATUS(status) != 0 || said.find(kDone) == std::string::npos)
-    return "ended the process while opening (exit status " + std::to_string(WEXITSTATUS(status)) +
-           "), in a child process probe; not opened here";
-  return std::nullopt;
+  if (said.find(kLoaded) != std::string::npos && WEXITSTATUS(status) == 0) return std::nullopt;
+  if (const auto at = said.find(kNotLoaded); at != std::string::npos && WEXITSTATUS(status) == 0) {
+    std::string why = said.substr(at + std::strlen(kNotLoaded));
+    if (!why.empty() && why.back() == '\n') why.pop_back();
+    return why + " (in a child process probe; not opened here)";
+  }
+  return "ended the process while opening (exit status " + std::to_string(WEXITSTATUS(status)) +
+         "), in a child process probe; not opened here";
 }
 
 void probe_command(const std::string& name, const std::string& dirs) {
   LoadOptions options;
   if (!dirs.empty()) options.dir = dirs;
+  // Loaded: the parent may open it too. Not loaded (refused, failed, threw): the parent
+  // reports the reason without opening it (a throw through dlopen leaves the loader locked).
   try {
     load(name, options);
-  } catch (const std::exception&) {
-    // Refused or failed with a reason: the parent's own load reports it.
+    std::fputs(kLoaded, stdout);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    for (char& c : why)
+      if (c == '\n') c = ' ';
+    std::fputs((kNotLoaded + why + "\n").c_str(), stdout);
   }
-  std::fputs(kDone, stdout);
   std::fflush(stdout);
   _exit(0);  // no static destructors: the plugin's may be what is broken
 }

@@ -11,11 +11,11 @@
 
 namespace backplane::cli {
 
-// nullopt when opening `name` let the child carry on (loaded, or refused with a reason the
-// in-process load will give again); otherwise what happened to the child.
+// nullopt when the child loaded `name`; otherwise why not: the loader's reason, or the
+// child's signal or exit status.
 std::optional<std::string> probe_in_child(const std::string& name, const LoadOptions& options);
 
-// The child's side: loads NAME from DIRS and says it is done. Never returns normally.
+// The child's side: loads NAME from DIRS and says whether it loaded. Never returns normally.
 [[noreturn]] void probe_command(const std::string& name, const std::string& dirs);
 
 }  // namespace backplane::cli

@@ -71,6 +71,19 @@ TEST(RegistryErrors, TopLevelNotAMapping) {
   expect_error("- a\n- b\n", "test.yaml:1:1", "expected a mapping with an 'ops' or 'classes' list at the top, found a list");
 }
 
+TEST(RegistryErrors, BenchPresetLayouts) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                       "    bench:\n      - {x: [8, 8], layout: sideways}\n"),
+               "test.yaml:7:29", "a bench preset's layout is one of: strided, transposed, offset, expanded");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                       "    bench:\n      - {name: flat, x: [8], layout: transposed}\n"),
+               "test.yaml:7:9", "bench preset 'flat': argument 'x' has 1 dimension(s), too few for layout 'transposed'");
+  const Registry r = parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                                            "    bench:\n      - {name: t, x: [8, 8], layout: transposed}\n"),
+                                    "test.yaml");
+  EXPECT_EQ(r.ops()[0].checks.bench.at(0).layout, "transposed");
+}
+
 TEST(RegistryErrors, UnknownTopLevelKey) {
   expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: namespace, ops, classes");
 }

@@ -153,3 +153,36 @@ torch.save({{"atol": 1e-6, "rtol": 1e-5, "cases": cases}}, {str(tmp_path / "io.p
     with_acme = subprocess.run([str(BACKPLANE), *run, "--backends", "cpu,acme"], capture_output=True, text=True,
                                env={**env(), **env_path}, timeout=300)
     assert with_acme.returncode == 0, with_acme.stdout + with_acme.stderr
+
+
+def test_a_second_plugin_implements_another_plugins_op():
+    """acme_alt implements acme::fused_gelu from acme's fragment (USES_REGISTRY: it ships
+    none). Before acme it is refused, naming the missing op; after it, both serve the op and
+    the core chooses per op, as for the core's ops."""
+    python(f"""
+import warnings
+alt = {str(FIXTURES / "alt")!r}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    b = backplane.load("acme_alt", path=alt)[0]
+assert b.ops == ("acme::fused_gelu",) and not b.registry, b
+assert any("acme::fused_gelu on CPU is offered by 'acme', 'acme_alt'" in str(w.message) for w in caught), caught
+with backplane.prefer("acme::fused_gelu", "acme_alt"):
+    served = {{(s.op, s.dispatch_key): s.serving for s in backplane.serving()}}
+    assert served[("acme::fused_gelu", "CPU")] == "acme_alt", served
+    x = torch.randn(33, dtype=torch.float64)
+    torch.testing.assert_close(gelu(x), torch.nn.functional.gelu(x))
+results = [r for r in backplane.check("acme_alt") if r.op == "acme::fused_gelu"]
+assert results and all(r.outcome in ("passed", "skipped") for r in results), results[:3]
+""")
+    first = subprocess.run([sys.executable, "-c", f"""
+import backplane
+backplane.load("cpu")
+try:
+    backplane.load("acme_alt", path={str(FIXTURES / "alt")!r})
+    raise SystemExit("loaded before the plugin that defines its op")
+except backplane.BackendError as e:
+    assert "manifest lists op 'acme::fused_gelu', which the registry does not define" in str(e), e
+    assert "load that plugin first" in str(e), e
+"""], capture_output=True, text=True, env=env(), timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
