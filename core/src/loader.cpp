@@ -137,7 +137,10 @@ class Loader {
   }
 
   // Everything that can be decided without opening the file. Status Available or Rejected.
-  BackendRecord inspect(const std::string& name, const std::string& plugin_path) const {
+  // `fragment`, when given, receives the plugin's parsed registry fragment (open() defines
+  // it), so the file is read and parsed once per load.
+  BackendRecord inspect(const std::string& name, const std::string& plugin_path,
+                        std::optional<Fragment>* fragment_out = nullptr) const {
     BackendRecord record;
     record.name = name;
     record.path = canonical(plugin_path);
@@ -199,6 +202,7 @@ class Loader {
         if (auto why = direct_conflict(name, *def, key)) return reject(*why);
     }
     record.status = BackendStatus::Available;
+    if (fragment_out) *fragment_out = std::move(fragment);
     return record;
   }
 
@@ -236,7 +240,8 @@ class Loader {
   }
 
   BackendRecord open(const std::string& name, const std::string& plugin_path) {
-    BackendRecord record = inspect(name, plugin_path);
+    std::optional<Fragment> fragment;
+    BackendRecord record = inspect(name, plugin_path, &fragment);
     if (record.status != BackendStatus::Available) return record;
     if (!poisoned_.empty()) {
       record.status = BackendStatus::Failed;
@@ -244,9 +249,9 @@ class Loader {
       return record;
     }
     // Its own ops first: its kernels register for them while dlopen runs.
-    if (!record.registry.empty()) {
+    if (fragment) {
       try {
-        define_fragment(read_fragment(record.registry), name);
+        define_fragment(*fragment, name);
       } catch (const std::exception& e) {
         record.status = BackendStatus::Rejected;
         record.reason = "its registry fragment is refused: " + std::string(e.what());

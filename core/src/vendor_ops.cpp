@@ -45,11 +45,6 @@ class VendorOps {
     return out;
   }
 
-  bool defined_file(const std::string& file) {
-    std::lock_guard<std::recursive_mutex> lock(mutex_);
-    return files_.count(file) > 0;
-  }
-
   void define(const Fragment& fragment, const std::string& plugin) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     if (files_.count(fragment.file)) return;
@@ -123,7 +118,6 @@ Fragment parse_fragment(const std::string& text, const std::string& file) {
     throw RegistryError(detail::at(file, root["classes"]), "a plugin's registry fragment cannot declare classes yet; "
                                                            "only ops");
   fragment.ns = ns.Scalar();
-  fragment.ns_where = detail::at(file, ns);
   fragment.ops = parsed.ops();
   return fragment;
 }

@@ -2,12 +2,10 @@
 // (TensorIterator, so gate and up may be strided views of one [..., 2H] tensor), in
 // opmath (float for float16 and bfloat16) and rounded once.
 #include "../kernel_variants.h"
+#include "opmath_loop.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/TensorIterator.h>
-#include <ATen/cpu/vec/functional.h>
-#include <ATen/native/cpu/Loops.h>
 
 #include <cmath>
 
@@ -29,22 +27,9 @@ Vectorized<T> silu_times(Vectorized<T> gate, Vectorized<T> up) {
 template <typename scalar_t>
 void silu_mul_loop(at::TensorIteratorBase& iter) {
   using opmath_t = at::opmath_type<scalar_t>;
-  if constexpr (std::is_same_v<scalar_t, opmath_t>) {
-    at::native::cpu_kernel_vec(
-        iter, [](scalar_t g, scalar_t u) -> scalar_t { return silu_times(g, u); },
-        [](Vectorized<scalar_t> g, Vectorized<scalar_t> u) { return silu_times(g, u); });
-  } else {
-    at::native::cpu_kernel_vec(
-        iter,
-        [](scalar_t g, scalar_t u) -> scalar_t {
-          return silu_times(static_cast<opmath_t>(g), static_cast<opmath_t>(u));
-        },
-        [](Vectorized<scalar_t> g, Vectorized<scalar_t> u) {
-          auto [g0, g1] = at::vec::convert_to_float<scalar_t>(g);
-          auto [u0, u1] = at::vec::convert_to_float<scalar_t>(u);
-          return at::vec::convert_from_float<scalar_t>(silu_times(g0, u0), silu_times(g1, u1));
-        });
-  }
+  opmath_binary_loop<scalar_t>(
+      iter, [](opmath_t g, opmath_t u) -> opmath_t { return silu_times(g, u); },
+      [](Vectorized<opmath_t> g, Vectorized<opmath_t> u) { return silu_times(g, u); });
 }
 
 }  // namespace

@@ -32,7 +32,6 @@ namespace backplane {
 struct BACKPLANE_API Fragment {
   std::string file;  // as given: read_fragment's path, or parse_fragment's file
   std::string ns;    // its namespace
-  SourceLocation ns_where;
   std::vector<OpDef> ops;
 };
 
