@@ -1,5 +1,5 @@
-"""Trains a small decoder language model whose norms, residual adds and SwiGLU gate
-(silu_mul) run on Backplane ops, beside a pure-PyTorch twin with the same weights, on a task it makes
+"""Trains a small decoder language model whose norms, residual adds, rotary position
+embedding (on q and k) and SwiGLU gate (silu_mul) run on Backplane ops, beside a pure-PyTorch twin with the same weights, on a task it makes
 up: reversing a sequence of tokens.
 
     python -m models.train --backend cpu --steps 200 [--compile]
@@ -44,6 +44,19 @@ class Ops:
     def silu_mul(self, gate, up):
         return torch.ops.backplane.silu_mul(gate, up) if self.use_backplane else F.silu(gate) * up
 
+    def rotary(self, x, cos, sin):
+        if self.use_backplane:
+            return torch.ops.backplane.rotary(x, cos, sin)
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def rotary_cache(positions: int, head_dim: int, base: float = 10000.0):
+    """(cos, sin), each [positions, head_dim / 2]: Llama's angles pos * base^(-2i / head_dim)."""
+    inv_freq = base ** -(torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(positions, dtype=torch.float32), inv_freq)
+    return angles.cos(), angles.sin()
+
 
 class Block(torch.nn.Module):
     def __init__(self, ops: Ops, g: torch.Generator):
@@ -58,11 +71,13 @@ class Block(torch.nn.Module):
         self.qkv, self.out = weight(3 * DIM, DIM), weight(DIM, DIM)
         self.gate_up, self.down = weight(2 * HIDDEN, DIM), weight(DIM, HIDDEN)
 
-    def forward(self, x):
+    def forward(self, x, cos, sin):
         batch, seq, _ = x.shape
         h = self.ops.rms_norm(x, self.attn_norm)
         q, k, v = F.linear(h, self.qkv).split(DIM, dim=-1)
         q, k, v = (t.reshape(batch, seq, HEADS, DIM // HEADS).transpose(1, 2) for t in (q, k, v))
+        # q and k reach rotary as strided views of the fused qkv projection ([batch, heads, seq, head_dim]).
+        q, k = self.ops.rotary(q, cos, sin), self.ops.rotary(k, cos, sin)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, seq, DIM)
         x = self.ops.add(x, F.linear(a, self.out))
         h = self.ops.rms_norm(x, self.mlp_norm)
@@ -80,11 +95,16 @@ class DecoderLM(torch.nn.Module):
         self.pos = torch.nn.Parameter(torch.randn(2 * HALF + 1, DIM, generator=g) * 0.1)
         self.blocks = torch.nn.ModuleList(Block(self.ops, g) for _ in range(LAYERS))
         self.final_norm = torch.nn.Parameter(torch.ones(DIM))
+        cos, sin = rotary_cache(2 * HALF + 1, DIM // HEADS)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
 
     def forward(self, tokens):
-        x = self.embed[tokens] + self.pos[: tokens.shape[1]]
+        seq = tokens.shape[1]
+        x = self.embed[tokens] + self.pos[:seq]
+        cos, sin = self.cos[:seq], self.sin[:seq]
         for block in self.blocks:
-            x = block(x)
+            x = block(x, cos, sin)
         return F.linear(self.ops.rms_norm(x, self.final_norm), self.embed)  # tied output embedding
 
 

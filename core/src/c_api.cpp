@@ -60,6 +60,14 @@ std::string inputs_json(const std::vector<OpInputs>& list) {
   return json::array(items);
 }
 
+// The Tensor arguments with a `backward:` formula, in schema order.
+std::vector<std::string> differentiable_args(const OpDef& def) {
+  std::vector<std::string> names;
+  for (const std::string& name : def.tensor_args)
+    if (def.backward.count(name)) names.push_back(name);
+  return names;
+}
+
 std::string ops_json() {
   std::vector<std::string> rows;
   for (const auto& row : coverage(backends())) {
@@ -82,6 +90,7 @@ std::string ops_json() {
                        .raw("backends", json::array(cells))
                        .raw("arguments", json::list(def.arg_names))
                        .raw("tensor_args", json::list(def.tensor_args))
+                       .raw("differentiable", json::list(differentiable_args(def)))
                        .str("reference", def.checks.reference)
                        .raw("samples", inputs_json(def.checks.samples))
                        .raw("bench", inputs_json(def.checks.bench))

@@ -53,6 +53,7 @@ class OpInfo:
     backends: dict[str, tuple[str, ...]]
     arguments: tuple[str, ...] = ()
     tensor_args: tuple[str, ...] = ()
+    differentiable: tuple[str, ...] = ()  # the Tensor arguments with a `backward:` formula
     reference: str = ""  # the PyTorch call the conformance suite compares against
     # Registry inputs: {"name", "args": {arg: sizes for Tensors, else the value}}
     samples: tuple[dict, ...] = ()
@@ -132,6 +133,7 @@ def ops() -> list[OpInfo]:
             backends={c["backend"]: tuple(c["dtypes"]) for c in row["backends"]},
             arguments=tuple(row["arguments"]),
             tensor_args=tuple(row["tensor_args"]),
+            differentiable=tuple(row["differentiable"]),
             reference=row["reference"],
             samples=tuple(row["samples"]),
             bench=tuple(row["bench"]),

@@ -5,7 +5,7 @@ for a gradient is an error naming the op, never a silent None gradient or a wron
 import pytest
 import torch
 
-import backplane  # noqa: F401  (defines torch.ops.backplane.*)
+import backplane
 from samples import op_names, require_kernel, samples
 
 
@@ -17,16 +17,13 @@ def _first_sample(op_name):
     pytest.skip(f"{op_name} has no float sample")
 
 
+def _differentiable(op_name):
+    """The op's Tensor arguments with a `backward:` formula in the registry."""
+    return next(op for op in backplane.ops() if op.name == op_name).differentiable
+
+
 def _has_backward(op_name):
-    # The registry says: an op with `backward:` has a row of formulas. Read from the
-    # op's own grad_fn, so the test needs no list of ops. Ops that write have none.
-    schema = getattr(torch.ops.backplane, op_name).default._schema
-    if any(a.alias_info and a.alias_info.is_write for a in schema.arguments):
-        return False
-    args, kwargs = _first_sample(op_name)
-    inputs = [a.double().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
-    out = getattr(torch.ops.backplane, op_name).default(*inputs, **kwargs)
-    return isinstance(out, torch.Tensor) and type(out.grad_fn).__name__ != "Error"
+    return bool(_differentiable(op_name))
 
 
 @pytest.mark.parametrize("op_name", op_names())
@@ -38,7 +35,10 @@ def test_gradcheck_where_the_registry_has_a_backward(op_name):
     for args, kwargs in samples(torch.float64)[op_name]:
         if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
             continue
-        inputs = tuple(a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args)
+        # Only the arguments with a formula require grad (rotary's cos and sin are caches).
+        names = [a.name for a in op._schema.arguments]
+        inputs = tuple(a.detach().clone().requires_grad_(names[i] in _differentiable(op_name))
+                       if isinstance(a, torch.Tensor) else a for i, a in enumerate(args))
         assert torch.autograd.gradcheck(lambda *t: op(*t, **kwargs), inputs, eps=1e-6, atol=1e-5)
 
 
@@ -176,3 +176,33 @@ def test_silu_mul_on_the_halves_of_one_projection():
     assert gate.data_ptr() + 24 * 8 == up.data_ptr() and not gate.is_contiguous()
     torch.testing.assert_close(torch.ops.backplane.silu_mul(gate, up), torch.nn.functional.silu(gate) * up)
     assert torch.autograd.gradcheck(lambda t: torch.ops.backplane.silu_mul(*t.split(24, dim=-1)), (x,))
+
+
+def test_rotary_on_q_and_k_sliced_from_one_fused_qkv():
+    """Llama's layout: q and k are strided views of one qkv projection ([batch, heads,
+    seq, head_dim] after a transpose, no copy); values and gradients through the views
+    match the half-rotation written with PyTorch ops, and a cache that requires grad is
+    refused at backward, naming it."""
+    batch, seq, heads, head_dim = 2, 5, 3, 8
+    qkv = torch.randn(batch, seq, 3 * heads * head_dim, dtype=torch.float64, requires_grad=True)
+    angles = torch.randn(seq, head_dim // 2, dtype=torch.float64)
+    cos, sin = angles.cos(), angles.sin()
+
+    def heads_of(t):
+        q, k, _ = t.split(heads * head_dim, dim=-1)
+        return [x.reshape(batch, seq, heads, head_dim).transpose(1, 2) for x in (q, k)]
+
+    def plain(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+    q, k = heads_of(qkv)
+    assert not q.is_contiguous() and q.data_ptr() == qkv.data_ptr()
+    for x in (q, k):
+        torch.testing.assert_close(torch.ops.backplane.rotary(x, cos, sin), plain(x))
+    assert torch.autograd.gradcheck(lambda t: [torch.ops.backplane.rotary(x, cos, sin) for x in heads_of(t)], (qkv,))
+
+    cached = cos.clone().requires_grad_()
+    y = torch.ops.backplane.rotary(q, cached, sin)
+    with pytest.raises(RuntimeError, match="backplane::rotary has no derivative for 'cos'"):
+        y.sum().backward()

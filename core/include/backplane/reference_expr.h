@@ -6,8 +6,8 @@
 // Grammar: expr := call | name | name '[' int ']' | number | true | false | None
 //                 | '[' expr, ... ']';  call := ns::op[.overload]( [name=]expr, ... ).
 // A call resolves its overload exactly as written (no overload: the default one) and
-// fills arguments left out from the schema's defaults. Limits: no arithmetic, no
-// tuples; a call's first return value is its value.
+// fills arguments left out from the schema's defaults. A list holds ints (dims, sizes)
+// or tensors (aten::cat's Tensor[]). Limits: no arithmetic, no tuples; a call's first return value is its value.
 #pragma once
 
 #include <backplane/export.h>

@@ -2,6 +2,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 #include <vector>
@@ -184,11 +185,18 @@ c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& nam
         throw std::invalid_argument("reference: " + node.name + "[" + std::to_string(node.index) + "] is out of range");
       return c10::IValue(list[i]);
     }
-    case Node::Kind::List: {
+    case Node::Kind::List: {  // int[] (dims, sizes) or Tensor[] (aten::cat)
+      std::vector<c10::IValue> items;
+      for (const auto& [_, item] : node.args) items.push_back(eval(*item, names));
+      const bool tensors = !items.empty() && std::all_of(items.begin(), items.end(), [](const c10::IValue& v) { return v.isTensor(); });
+      if (tensors) {
+        std::vector<at::Tensor> list;
+        for (const c10::IValue& v : items) list.push_back(v.toTensor());
+        return c10::IValue(list);
+      }
       std::vector<int64_t> ints;
-      for (const auto& [_, item] : node.args) {
-        const c10::IValue v = eval(*item, names);
-        if (!v.isInt()) throw std::invalid_argument("reference: lists may hold integers only");
+      for (const c10::IValue& v : items) {
+        if (!v.isInt()) throw std::invalid_argument("reference: a list holds integers only or tensors only");
         ints.push_back(v.toInt());
       }
       return c10::IValue(ints);
