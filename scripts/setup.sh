@@ -68,6 +68,11 @@ if ! "$python" -c 'import pytest, numpy, setuptools' 2>/dev/null; then
   say "installing pytest, numpy and setuptools into $python"
   "$python" -m pip install -q --disable-pip-version-check pytest numpy setuptools
 fi
+# Parallel test workers (scripts/test.sh). Optional: without it the tests run in one process.
+if ! "$python" -c 'import xdist' 2>/dev/null; then
+  "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 10 pytest-xdist ||
+    say "could not install pytest-xdist: the Python tests run in one process"
+fi
 # The wheel (pip install . at the root) and the SDK journey: scikit-build-core. Plots of
 # the benchmarks: matplotlib. Optional: without them the journey and --plot say so.
 if ! "$python" -c 'import scikit_build_core, matplotlib' 2>/dev/null; then

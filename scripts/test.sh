@@ -17,5 +17,32 @@ ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
 npu_tests=(tests/python/test_npu.py tests/python/test_npu_autoload.py backends/npu/tests/test_device.py)
-PYTHONPATH=$PWD/python "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
-PYTHONPATH=$PWD/python "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
+# With pytest-xdist (setup installs it where it can), tests run on one worker per two
+# cores, at least 2 and at most 8, and the npu process beside them; tests that share a
+# compiled AOTI package stay on one worker (tests/python/conftest.py). Many tests wait on
+# child processes, so even the 2-core CI machine gains: 327 s serial, 166 s with 2 workers.
+# Without pytest-xdist, one process each.
+workers=$(( $(nproc) / 2 ))
+(( workers > 8 )) && workers=8
+(( workers < 2 && $(nproc) >= 2 )) && workers=2
+parallel=()
+if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
+  parallel=(-n "$workers" --dist loadgroup)
+  echo "pytest: $workers workers (pytest-xdist), the npu tests in a process beside them"
+fi
+export PYTHONPATH=$PWD/python
+if (( ${#parallel[@]} )); then
+  npu_log=$(mktemp)
+  "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs > "$npu_log" 2>&1 & npu_pid=$!
+  status=0
+  "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
+  npu_status=0
+  wait "$npu_pid" || npu_status=$?
+  echo "--- npu tests (run beside the others):"
+  cat "$npu_log"
+  rm -f "$npu_log"
+  (( status == 0 && npu_status == 0 ))
+else
+  "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
+  "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
+fi

@@ -9,6 +9,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import backplane  # noqa: E402
 
 
+# Fixtures that compile an AOTInductor package (about a minute each on the GPU machine):
+# under pytest-xdist (scripts/test.sh, --dist loadgroup) the tests that share one run
+# on one worker, so each package is compiled once per run, not once per worker.
+SHARED_PACKAGES = ("plain_package", "packaged")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in SHARED_PACKAGES:
+            if name in getattr(item, "fixturenames", ()):
+                param = getattr(item, "callspec", None) and item.callspec.params.get(name)
+                item.add_marker(pytest.mark.xdist_group(f"{name}[{param}]" if param else name))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cpu_backend():
     backplane.load("cpu")

@@ -1,0 +1,141 @@
+"""Forward + backward of the training ops, side by side in one process: the Backplane op
+(its registry backward), PyTorch eager (the composite, and F.rms_norm for rms_norm) and
+torch.compile of the composite, with the device's copy_ bandwidth measured in the same run.
+
+    python bench/train_ops_bench.py --device cuda [--dtypes float32,bfloat16] [--json out.json]
+
+GB/s (10^9 bytes) counts the minimum each pass must move, as the issue defines it:
+rms_norm 5 tensors of x's size (forward reads x, writes y; backward reads grad and x,
+writes dx), silu_mul 8 (2 + 1 forward, 3 + 2 backward), rotary 4 (1 + 1, 1 + 1); the small
+weight and cos/sin caches are left out. Times: CUDA events around a batch of calls, median
+of several batches, after a warm-up (the CPU: wall clock).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import backplane  # noqa: E402
+
+EPS = 1e-6
+
+
+def plain_rotary(x, cos, sin):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def workloads(device, dtype, rows=8192):
+    """(op, shape text, bytes moved, inputs needing grad, {variant: forward fn}); `rows`
+    scales the leading dimension (8192: the issue's shapes)."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+
+    def rand(*shape, grad=True):
+        return torch.randn(*shape, generator=g).to(device=device, dtype=dtype).requires_grad_(grad)
+
+    size = torch.tensor([], dtype=dtype).element_size()
+    x, w = rand(rows, 4096), rand(4096)
+    yield ("rms_norm", f"{rows}x4096", 5 * x.numel() * size, (x, w), {
+        "backplane": lambda: torch.ops.backplane.rms_norm(x, w, EPS),
+        "F.rms_norm": lambda: F.rms_norm(x, (4096,), w, EPS),
+        "eager composite": lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w,
+    })
+    gate, up = rand(rows, 14336), rand(rows, 14336)
+    yield ("silu_mul", f"{rows}x14336", 8 * gate.numel() * size, (gate, up), {
+        "backplane": lambda: torch.ops.backplane.silu_mul(gate, up),
+        "eager composite": lambda: F.silu(gate) * up,
+    })
+    q = rand(4, 32, rows // 4, 128)
+    angles = torch.rand(rows // 4, 64, generator=g).to(device) * 100
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    yield ("rotary", f"4x32x{rows // 4}x128", 4 * q.numel() * size, (q,), {
+        "backplane": lambda: torch.ops.backplane.rotary(q, cos, sin),
+        "eager composite": lambda: plain_rotary(q, cos, sin),
+    })
+
+
+def timer(device):
+    if device == "cuda":
+        def run(fn, calls):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1e3 / calls
+    else:
+        def run(fn, calls):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            return (time.perf_counter() - start) * 1e6 / calls
+    return run
+
+
+def median_us(fn, device, calls=10, rounds=7):
+    run = timer(device)
+    for _ in range(3):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return statistics.median(run(fn, calls) for _ in range(rounds))
+
+
+def fwd_bwd(forward, inputs):
+    out = forward()
+    grad = torch.ones_like(out)
+
+    def step():
+        torch.autograd.grad(forward(), inputs, grad)
+    return step
+
+
+def copy_gbps(device, dtype):
+    src = torch.empty(256 * 2**20 // torch.tensor([], dtype=dtype).element_size(), dtype=dtype, device=device)
+    dst = torch.empty_like(src)
+    us = median_us(lambda: dst.copy_(src), device)
+    return 2 * src.numel() * src.element_size() / us / 1e3
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--rows", type=int, default=8192, help="leading dimension (default: the issue's shapes)")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    backplane.load(args.device)
+    rows = []
+    print(f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, torch {torch.__version__}")
+    for dtype_name in args.dtypes.split(","):
+        dtype = getattr(torch, dtype_name)
+        copy = copy_gbps(args.device, dtype)
+        print(f"\n{dtype_name}: copy_ {copy:.0f} GB/s")
+        print(f"{'op':<10} {'shape':<15} {'variant':<18} {'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch")
+        for op, shape, nbytes, inputs, variants in workloads(args.device, dtype, args.rows):
+            variants["torch.compile"] = torch.compile(variants["eager composite"])
+            times = {name: median_us(fwd_bwd(fn, inputs), args.device) for name, fn in variants.items()}
+            best_torch = min(t for name, t in times.items() if name != "backplane")
+            for name, us in times.items():
+                gbps = nbytes / us / 1e3
+                speedup = f"{best_torch / us:.2f}x" if name == "backplane" else ""
+                print(f"{op:<10} {shape:<15} {name:<18} {us:>11.1f} {gbps:>7.0f} {100 * gbps / copy:>6.0f}%  {speedup}")
+                rows.append({"op": op, "shape": shape, "dtype": dtype_name, "variant": name, "us": us,
+                             "gbps": gbps, "copy_gbps": copy})
+            torch._dynamo.reset()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"torch": torch.__version__, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
