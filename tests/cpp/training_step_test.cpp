@@ -6,7 +6,8 @@
 // twin's, and an AdamW step must lower the loss. Runs on each backend of
 // BACKPLANE_TEST_BACKENDS (default cpu) whose device is here and that implements the
 // ops; npu is skipped: it has no matrix product, and refuses one rather than run it on
-// the host.
+// the host. CTest runs each backend in a process of its own (tests/CMakeLists.txt: a
+// registered PrivateUse1 device breaks CUDA backward in the same process).
 #include <backplane/conformance.h>
 #include <backplane/loader.h>
 
