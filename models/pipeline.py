@@ -27,7 +27,7 @@ import torch
 
 import backplane
 from backplane.package import add_layouts, check_entries
-from backplane.package_plugins import backplane_ops, record_plugins
+from backplane.package_plugins import backplane_ops, dispatch_keys, record_plugins
 
 from . import MODELS
 from .run import BACKENDS, BATCH_RANGE, REPO, Run, load_cases, reference_cases, save_io, say  # noqa: F401
@@ -99,7 +99,7 @@ def aoti(run: Run) -> Path:
     with config.patch({"cpp.cxx": (None, cxx)}), Ticker(f"AOTInductor compile for {run.device} (C++: {cxx})"):
         torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
     add_layouts(path, ep)
-    record_plugins(path, backplane_ops(ep))
+    record_plugins(path, backplane_ops(ep), dispatch_keys(ep))
     check_package(path)
     say(f"packaged {path.name} ({path.stat().st_size / 1e6:.1f} MB)")
     load(run)  # a package that does not reproduce the reference must fail here, not later

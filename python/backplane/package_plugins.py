@@ -31,12 +31,26 @@ def backplane_ops(ep: torch.export.ExportedProgram) -> list[str]:
     return sorted(names)
 
 
-def record_plugins(path: str | os.PathLike, ops: list[str]) -> list[tuple[str, str, str]]:
-    """Appends the serving plugin of each op (every dispatch key it is served on) to the package."""
+def dispatch_keys(ep: torch.export.ExportedProgram) -> set[str]:
+    """The dispatch keys of the devices the program's inputs and weights live on (CPU,
+    CUDA, PrivateUse1): the keys its Backplane ops run on."""
+    keys = set()
+    for node in ep.graph.nodes:
+        value = node.meta.get("val") if node.op == "placeholder" else None
+        if isinstance(value, torch.Tensor):
+            kind = value.device.type
+            keys.add({"cpu": "CPU", "cuda": "CUDA"}.get(kind, "PrivateUse1" if kind == torch._C._get_privateuse1_backend_name() else kind))
+    return keys
+
+
+def record_plugins(path: str | os.PathLike, ops: list[str], keys: set[str]) -> list[tuple[str, str, str]]:
+    """Appends the plugin serving each op on each of `keys` (the package's devices,
+    dispatch_keys()) to the package. Keys of other devices loaded in this process are
+    left out: they say nothing about this package."""
     from . import serving
     from .package import archive_prefix, check_entries
 
-    rows = sorted((s.op, s.dispatch_key, s.serving) for s in serving() if s.op in ops)
+    rows = sorted((s.op, s.dispatch_key, s.serving) for s in serving() if s.op in ops and s.dispatch_key in keys)
     names = check_entries(path)
     entry = archive_prefix(names, path) + ENTRY
     if entry in names:
