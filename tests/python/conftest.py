@@ -1,8 +1,18 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+# Under pytest-xdist each worker gets an Inductor cache of its own (and so do the
+# processes it starts): two workers compiling the same kernel into one shared cache race
+# on its kernel_metadata.json, and a package built meanwhile holds an empty one that
+# aoti_load_package cannot parse (seen with 2 workers on the CPU machine).
+if "PYTEST_XDIST_WORKER" in os.environ and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}_{os.environ['PYTEST_XDIST_WORKER']}"
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
