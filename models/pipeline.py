@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -111,8 +112,10 @@ def probe(package: Path, backends: str) -> None:
     code = ("import sys, torch, backplane; backplane.load(sys.argv[2]); "
             "torch._inductor.aoti_load_package(sys.argv[1])")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")])}
+    # No core dump: a crash is what the probe is for, and a dump of a process holding
+    # libtorch (and CUDA) is a large file written for nothing.
     result = subprocess.run([sys.executable, "-c", code, str(package), backends], capture_output=True, text=True,
-                            env=env)
+                            env=env, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
     if result.returncode < 0:
         name = signal.Signals(-result.returncode).name
         raise RuntimeError(f"loading {package} killed a child process with {name}; loading it here would crash "

@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +87,10 @@ std::optional<std::string> probe_in_child(const std::string& name, const LoadOpt
 }
 
 void probe_command(const std::string& name, const std::string& dirs) {
+  // A plugin that crashes here is reported by the parent; a core dump of a process holding
+  // libtorch (and CUDA) is a large file written for nothing.
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
   LoadOptions options;
   if (!dirs.empty()) options.dir = dirs;
   // Loaded: the parent may open it too. Not loaded (refused, failed, threw): the parent

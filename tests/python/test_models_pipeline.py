@@ -23,11 +23,18 @@ def refuse_unpickling(*args, **kwargs):
     raise AssertionError("the pipeline unpickled a file from its output folder: a planted one would run code")
 
 
-@pytest.fixture(scope="module", params=["identity", "decoder_block"])
+_packages = {}  # model -> Run: each package is made once per process
+
+
+@pytest.fixture(params=["identity", "decoder_block"])
 def packaged(request, tmp_path_factory):
-    """Exports and AOTI-packages the model once (the package is verified as it is made).
+    """Exports and AOTI-packages the model once per process (the package is verified as it
+    is made), kept in a cache of this module rather than a module-scoped fixture: pytest-xdist
+    interleaves modules on a worker, and pytest tears a module fixture down at each switch.
     `aoti` and `load` must not unpickle what lies in the output folder (ep.pt2 could be
     planted): torch.export.load, and torch.load other than weights_only, fail here."""
+    if request.param in _packages:
+        return _packages[request.param]
     run = pipeline.Run(request.param, "cpu", "float32", tmp_path_factory.mktemp(request.param))
     pipeline.export(run)
     weights_only_load = torch.load
@@ -41,6 +48,7 @@ def packaged(request, tmp_path_factory):
         patch.setattr(torch.export, "load", refuse_unpickling)
         patch.setattr(torch, "load", checked_load)
         pipeline.aoti(run)
+    _packages[request.param] = run
     return run
 
 
