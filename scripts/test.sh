@@ -29,6 +29,8 @@ parallel=()
 if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   parallel=(-n "$workers" --dist loadgroup)
   echo "pytest: $workers workers (pytest-xdist), the npu tests in a process beside them"
+  "$python" -c 'import sys, pytest; sys.exit(int(pytest.__version__.split(".")[0]) >= 9)' ||
+    echo "pytest: pytest >= 9 ignores xdist's test groups: workers may each compile a shared package (pip install 'pytest<9')"
 fi
 export PYTHONPATH=$PWD/python
 if (( ${#parallel[@]} )); then

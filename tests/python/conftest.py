@@ -31,7 +31,8 @@ def pytest_collection_modifyitems(config, items):
         for name in SHARED_PACKAGES:
             if name in getattr(item, "fixturenames", ()):
                 param = getattr(item, "callspec", None) and item.callspec.params.get(name)
-                item.add_marker(pytest.mark.xdist_group(f"{name}[{param}]" if param else name))
+                # No brackets in the name: xdist ignores a group whose name ends in "]".
+                item.add_marker(pytest.mark.xdist_group(f"{name}-{param}" if param else name))
 
 
 @pytest.fixture(scope="session", autouse=True)
