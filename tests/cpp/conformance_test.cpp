@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_backends.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -18,14 +20,7 @@
 namespace backplane::conformance {
 namespace {
 
-std::vector<std::string> test_backends() {
-  const char* env = std::getenv("BACKPLANE_TEST_BACKENDS");
-  std::stringstream in(env && *env ? env : "cpu");
-  std::vector<std::string> out;
-  for (std::string name; std::getline(in, name, ',');)
-    if (!name.empty()) out.push_back(name);
-  return out;
-}
+using testing_support::test_backends;
 
 class ConformanceCase : public testing::Test {
  public:

@@ -15,8 +15,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
-#include <sstream>
+#include <algorithm>
+
+#include "test_backends.h"
 
 namespace backplane {
 namespace {
@@ -87,14 +88,7 @@ struct Block : torch::nn::Module {
   at::Tensor norm, gate_up, down, cos, sin;
 };
 
-std::vector<std::string> test_backends() {
-  const char* env = std::getenv("BACKPLANE_TEST_BACKENDS");
-  std::stringstream in(env && *env ? env : "cpu");
-  std::vector<std::string> out;
-  for (std::string name; std::getline(in, name, ',');)
-    if (!name.empty()) out.push_back(name);
-  return out;
-}
+using testing_support::test_backends;
 
 class TrainingStep : public testing::TestWithParam<std::string> {};
 
