@@ -180,6 +180,34 @@ def test_package_records_the_plugin_serving_each_op(packaged):
     assert ops <= {op.name for op in __import__("backplane").ops()}
 
 
+def test_a_package_records_only_the_plugins_of_its_own_devices(tmp_path):
+    """With the cuda plugin loaded in the exporting process (as under pytest-xdist, where
+    a worker ran the CUDA tests first), a CPU package records its ops' CPU plugins only:
+    the GPU run recorded ('add', 'CUDA', 'cuda') rows in CPU packages before the fix."""
+    import zipfile
+
+    import backplane
+    from backplane.package_plugins import backplane_ops, dispatch_keys, read_plugins, record_plugins
+
+    try:
+        backplane.load("cuda")
+    except Exception as e:  # noqa: BLE001  (not built on this machine)
+        pytest.skip(f"the cuda plugin does not load here: {e}")
+
+    class AddTwice(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.ops.backplane.add(a, b, alpha=2.0)
+
+    ep = torch.export.export(AddTwice(), (torch.randn(4), torch.randn(4)))
+    assert dispatch_keys(ep) == {"CPU"}
+    package = tmp_path / "m.pt2"
+    with zipfile.ZipFile(package, "w") as z:
+        z.writestr("m/archive_format", "pt2")
+    assert ("add", "CUDA", "cuda") in {(s.op, s.dispatch_key, s.serving) for s in backplane.serving()}
+    record_plugins(package, backplane_ops(ep), dispatch_keys(ep))
+    assert read_plugins(package) == [("add", "CPU", "cpu")]
+
+
 def test_run_refuses_a_package_made_with_another_plugin_unless_told(packaged):
     """identity's package calls identity_conv, served by `cpu` when it was made; here the
     fixture plugin cpu_alt (identity_conv = -x) is preferred for it."""
