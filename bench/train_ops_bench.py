@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -24,6 +22,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import backplane  # noqa: E402
+from python_bench import device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 EPS = 1e-6
 
@@ -62,32 +61,9 @@ def workloads(device, dtype, rows=8192):
     })
 
 
-def timer(device):
-    if device == "cuda":
-        def run(fn, calls):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(calls):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) * 1e3 / calls
-    else:
-        def run(fn, calls):
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            return (time.perf_counter() - start) * 1e6 / calls
-    return run
-
-
-def median_us(fn, device, calls=10, rounds=7):
-    run = timer(device)
-    for _ in range(3):
-        fn()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return statistics.median(run(fn, calls) for _ in range(rounds))
+def median_us(fn, device):
+    """Median microseconds per call: python_bench's device timer (CUDA events), 10 calls a batch."""
+    return device_ms(fn, device, reps=10, rounds=7) * 1e3
 
 
 def fwd_bwd(forward, inputs):
