@@ -29,14 +29,14 @@ void rotate(T x1, T x2, T c, T s, T& y1, T& y2) {
 }
 
 template <typename scalar_t>
-void rotate_contiguous(char* const* data, int64_t offset, int64_t n) {
+void rotate_contiguous(char* const* data, int64_t n) {
   using opmath_t = at::opmath_type<scalar_t>;
-  auto* y1 = reinterpret_cast<scalar_t*>(data[kOut1]) + offset;
-  auto* y2 = reinterpret_cast<scalar_t*>(data[kOut2]) + offset;
-  const auto* x1 = reinterpret_cast<const scalar_t*>(data[kX1]) + offset;
-  const auto* x2 = reinterpret_cast<const scalar_t*>(data[kX2]) + offset;
-  const auto* c = reinterpret_cast<const scalar_t*>(data[kCos]) + offset;
-  const auto* s = reinterpret_cast<const scalar_t*>(data[kSin]) + offset;
+  auto* y1 = reinterpret_cast<scalar_t*>(data[kOut1]);
+  auto* y2 = reinterpret_cast<scalar_t*>(data[kOut2]);
+  const auto* x1 = reinterpret_cast<const scalar_t*>(data[kX1]);
+  const auto* x2 = reinterpret_cast<const scalar_t*>(data[kX2]);
+  const auto* c = reinterpret_cast<const scalar_t*>(data[kCos]);
+  const auto* s = reinterpret_cast<const scalar_t*>(data[kSin]);
   constexpr int64_t L = Vectorized<scalar_t>::size();
   int64_t i = 0;
   for (; i + L <= n; i += L) {
@@ -103,7 +103,7 @@ void rotary(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const a
       for (int k = 0; k < kOperands; ++k) unit = unit && strides[k] == static_cast<int64_t>(sizeof(scalar_t));
       for (int64_t row = 0; row < size1; ++row) {
         if (unit)
-          rotate_contiguous<scalar_t>(ptrs, 0, size0);
+          rotate_contiguous<scalar_t>(ptrs, size0);
         else
           rotate_strided<scalar_t>(ptrs, strides, size0);
         for (int k = 0; k < kOperands; ++k) ptrs[k] += strides[kOperands + k];
