@@ -34,12 +34,13 @@ def backplane_ops(ep: torch.export.ExportedProgram) -> list[str]:
 def dispatch_keys(ep: torch.export.ExportedProgram) -> set[str]:
     """The dispatch keys of the devices the program's inputs and weights live on (CPU,
     CUDA, PrivateUse1): the keys its Backplane ops run on."""
+    privateuse1 = torch._C._get_privateuse1_backend_name()  # "npu" once that plugin renamed it
     keys = set()
     for node in ep.graph.nodes:
         value = node.meta.get("val") if node.op == "placeholder" else None
         if isinstance(value, torch.Tensor):
             kind = value.device.type
-            keys.add({"cpu": "CPU", "cuda": "CUDA"}.get(kind, "PrivateUse1" if kind == torch._C._get_privateuse1_backend_name() else kind))
+            keys.add("PrivateUse1" if kind == privateuse1 else {"cpu": "CPU", "cuda": "CUDA"}.get(kind, kind))
     return keys
 
 
