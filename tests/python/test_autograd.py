@@ -32,12 +32,13 @@ def test_gradcheck_where_the_registry_has_a_backward(op_name):
     if not _has_backward(op_name):
         pytest.skip(f"{op_name} has no backward: in the registry")
     op = getattr(torch.ops.backplane, op_name).default
+    # Only the arguments with a formula require grad (rotary's cos and sin are caches).
+    differentiable = _differentiable(op_name)
+    names = [a.name for a in op._schema.arguments]
     for args, kwargs in samples(torch.float64)[op_name]:
         if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
             continue
-        # Only the arguments with a formula require grad (rotary's cos and sin are caches).
-        names = [a.name for a in op._schema.arguments]
-        inputs = tuple(a.detach().clone().requires_grad_(names[i] in _differentiable(op_name))
+        inputs = tuple(a.detach().clone().requires_grad_(names[i] in differentiable)
                        if isinstance(a, torch.Tensor) else a for i, a in enumerate(args))
         assert torch.autograd.gradcheck(lambda *t: op(*t, **kwargs), inputs, eps=1e-6, atol=1e-5)
 
