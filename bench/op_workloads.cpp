@@ -14,7 +14,8 @@
 
 // Every row derives from the registry: each op's `bench` shapes (elementwise rules
 // default to 1M elements), in float32 and bfloat16 where the op takes them, beside its
-// `reference` (the PyTorch expression the conformance suite checks it against) run in
+// baseline: PyTorch's own op where the registry names one (`baseline:`, e.g. aten::rms_norm),
+// else its `reference` (the PyTorch expression the conformance suite checks it against), run in
 // the same dtype on the same device, and a copy_ row of the op's largest tensor as the
 // device's bandwidth reference. Rows are named <op>/<backend>/<impl>/<shape>_<dtype>:
 //   add/cpu/backplane/1M_elements_float32   add/cpu/reference/...   add/cpu/copy_/...
@@ -42,23 +43,25 @@ std::vector<c10::IValue> make_args(const OpDef& op, const OpInputs& shape, c10::
   });
 }
 
-// Each tensor argument read once and the output (or the written argument) written once.
+// Each tensor argument read once and each output (or the written argument) written once.
 int64_t traffic_bytes(const OpDef& op, const std::vector<c10::IValue>& args, int64_t* out_elements) {
   int64_t bytes = 0;
   for (const auto& a : args)
     if (a.isTensor()) bytes += a.toTensor().nbytes();
-  const auto k = op.shape.kind;
-  if (k == ShapeRuleKind::InPlace || k == ShapeRuleKind::Out) {
+  if (op.writes()) {
     const at::Tensor& written = args[op.arg_index(op.shape.args[0])].toTensor();
     *out_elements = written.numel();
     // in place: read and written; out: only written (already counted once).
-    return k == ShapeRuleKind::InPlace ? bytes + written.nbytes() : bytes;
+    return op.shape.kind == ShapeRuleKind::InPlace ? bytes + written.nbytes() : bytes;
   }
   torch::jit::Stack stack(args.begin(), args.end());
   conformance::op_handle(op).callBoxed(stack);
-  const at::Tensor out = stack[0].toTensor();
-  *out_elements = out.numel();
-  return bytes + out.nbytes();
+  *out_elements = 0;
+  for (const at::Tensor& out : conformance::op_results(op, args, stack)) {
+    *out_elements += out.numel();
+    bytes += out.nbytes();
+  }
+  return bytes;
 }
 
 WorkloadFactory backplane_row(const OpDef& op, const OpInputs& shape, c10::ScalarType dtype) {
@@ -85,9 +88,9 @@ WorkloadFactory reference_row(const OpDef& op, const OpInputs& shape, c10::Scala
     const int64_t bytes = traffic_bytes(op, args, &elements);
     std::map<std::string, c10::IValue> names;
     for (size_t i = 0; i < args.size(); ++i) names[op.arguments[i].name()] = args[i];
-    const conformance::ReferenceExpr reference = conformance::ReferenceExpr::parse(op.checks.reference);
-    return Workload{[reference, names] { benchmark::DoNotOptimize(reference.evaluate(names)); }, bytes, elements,
-                    dtype_name(dtype) + " " + op.checks.reference};
+    const conformance::ReferenceExpr baseline = conformance::ReferenceExpr::parse(op.checks.bench_baseline());
+    return Workload{[baseline, names] { benchmark::DoNotOptimize(baseline.evaluate_all(names)); }, bytes, elements,
+                    dtype_name(dtype) + " " + op.checks.bench_baseline()};
   };
 }
 
@@ -131,7 +134,7 @@ void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& 
         register_workload(prefix + "copy_" + suffix, backend.device, copy_row(op, shape, dtype));
         if (backend.ops.count(id))
           register_workload(prefix + "backplane" + suffix, backend.device, backplane_row(op, shape, dtype));
-        if (!op.checks.reference.empty())
+        if (!op.checks.bench_baseline().empty())
           register_workload(prefix + "reference" + suffix, backend.device, reference_row(op, shape, dtype));
       }
   }

@@ -11,8 +11,7 @@ namespace backplane::bench {
 
 std::optional<std::string> check_result(const OpDef& op, const std::vector<c10::IValue>& args) {
   if (op.checks.reference.empty()) return std::nullopt;
-  const bool writes = op.shape.kind == ShapeRuleKind::InPlace || op.shape.kind == ShapeRuleKind::Out;
-  const int written = writes ? op.arg_index(op.shape.args[0]) : -1;
+  const int written = op.writes() ? op.arg_index(op.shape.args[0]) : -1;
   torch::jit::Stack stack;
   std::map<std::string, c10::IValue> names;
   c10::ScalarType dtype = at::kFloat;
@@ -29,11 +28,19 @@ std::optional<std::string> check_result(const OpDef& op, const std::vector<c10::
   }
   const torch::jit::Stack call = stack;
   conformance::op_handle(op).callBoxed(stack);
-  const at::Tensor actual = writes ? call[written].toTensor() : stack[0].toTensor();
-  const c10::IValue expected = conformance::ReferenceExpr::parse(op.checks.reference).evaluate(names);
+  const std::vector<at::Tensor> actual = conformance::op_results(op, call, stack);
+  const std::vector<c10::IValue> expected =
+      conformance::reference_values(op, conformance::ReferenceExpr::parse(op.checks.reference), names);
+  if (expected.size() != actual.size())
+    return "the reference gives " + std::to_string(expected.size()) + " value(s) for " + std::to_string(actual.size()) +
+           " output(s)";
   std::optional<std::pair<double, double>> tolerance;
   if (auto it = op.checks.tolerance.find(dtype); it != op.checks.tolerance.end()) tolerance = it->second;
-  return conformance::compare(actual, expected.toTensor().to(dtype).contiguous(), op.checks.exact, tolerance);
+  for (size_t k = 0; k < actual.size(); ++k)
+    if (auto wrong = conformance::compare(actual[k], expected[k].toTensor().to(dtype).contiguous(), op.checks.exact,
+                                          tolerance))
+      return actual.size() == 1 ? wrong : "output " + std::to_string(k) + ": " + *wrong;
+  return std::nullopt;
 }
 
 }  // namespace backplane::bench

@@ -2,15 +2,17 @@
 embedding (on q and k) and SwiGLU gate (silu_mul) run on Backplane ops, beside a pure-PyTorch twin with the same weights, on a task it makes
 up: reversing a sequence of tokens.
 
-    python -m models.train --backend cpu --steps 200 [--compile]
+    python -m models.train --backend cpu|cuda|npu --steps 200 [--compile]
 
-Limit: the npu device refuses matrix products (they must not silently run on the host;
-it has no mm kernel yet), so this model does not run there.
+On npu the matrix products run on the device's own kernels (mm, bmm, addmm); the aten ops
+it has no kernel for (AdamW's foreach updates, the loss) take its CPU fallback, which
+warns once per op.
 
 At every step the two models see the same batch; every parameter's gradient of the
 Backplane model is compared with the twin's (float32 tolerance), then both take an
 AdamW step. The loss should fall from about log(vocab). The gradients of the Backplane
-ops come from their registry `backward:` formulas (the core's autograd kernel).
+ops come from their registry `backward:` entries (the core's autograd kernel): rms_norm's
+and silu_mul's are the fused backward ops rms_norm_backward and silu_mul_backward.
 """
 from __future__ import annotations
 

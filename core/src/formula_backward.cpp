@@ -20,11 +20,16 @@ FormulaBackward::FormulaBackward(const OpDef& op, const c10::OperatorHandle& han
       args_.push_back(a);
     }
   }
+  std::map<std::string, size_t> seen;  // formula text -> index into formulas_
   for (size_t pos : wanting_) {
-    const std::string& formula = op.backward.at(op.arguments[pos].name());
-    formulas_.push_back(conformance::ReferenceExpr::parse(formula));
+    const std::string& formula = op.backward.at(op.arguments[pos].name()).formula;
+    auto [it, added] = seen.emplace(formula, formulas_.size());
+    if (added) {
+      formulas_.push_back(conformance::ReferenceExpr::parse(formula));
+      uses_result_ = uses_result_ || formula.find("result") != std::string::npos;
+    }
+    formula_of_.push_back(it->second);
     input_sizes_.push_back(args[pos].toTensor().sym_sizes().vec());
-    uses_result_ = uses_result_ || formula.find("result") != std::string::npos;
   }
 }
 
@@ -48,10 +53,18 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
     handle_.callBoxed(stack);
     names["result"] = stack.at(0);
   }
+  std::vector<std::vector<c10::IValue>> values;
+  for (const auto& formula : formulas_) values.push_back(formula.evaluate_all(names));
   torch::autograd::variable_list out;
   for (size_t k = 0; k < wanting_.size(); ++k) {
+    const std::string& arg = op_.arguments[wanting_[k]].name();
+    const GradientFormula& gradient = op_.backward.at(arg);
+    const std::vector<c10::IValue>& given = values[formula_of_[k]];
+    TORCH_CHECK(given.size() >= gradient.outputs && given[gradient.output].isTensor(), op_.qualified_name(),
+                ": its backward formula for '", arg, "' should give ", gradient.outputs, " tensor(s), one per argument its "
+                "`backward:` key names, and gave ", given.size(), " value(s)");
     // Summed to the input's size where broadcasting made it larger (no-op otherwise).
-    out.push_back(at::sum_to(formulas_[k].evaluate(names).toTensor(), c10::SymIntArrayRef(input_sizes_[k])));
+    out.push_back(at::sum_to(given[gradient.output].toTensor(), c10::SymIntArrayRef(input_sizes_[k])));
   }
   return out;
 }

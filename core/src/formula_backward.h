@@ -4,8 +4,10 @@
 // later in-place write to one is an error, as with PyTorch's saved variables). The
 // output is not saved (that would be a reference cycle through its own grad_fn): a
 // formula naming `result` recomputes the forward once in backward. Each formula is
-// evaluated with the arguments, `grad` and `result` bound, in the op's dtype on its
-// device, and summed to its input's size (broadcasting). Double backward
+// evaluated once with the arguments, `grad` and `result` bound, in the op's dtype on its
+// device (a formula giving several inputs' gradients, such as a backward op returning
+// dx and dweight, is called once for all of them, even where only some want one), and
+// each gradient is summed to its input's size (broadcasting). Double backward
 // (create_graph=True) is refused with a message: the formulas run on detached tensors,
 // so a second derivative would be silently wrong.
 #pragma once
@@ -38,7 +40,9 @@ class FormulaBackward : public torch::autograd::Node {
   std::vector<c10::IValue> args_;      // tensors detached
   std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
   std::vector<size_t> wanting_;
-  std::vector<conformance::ReferenceExpr> formulas_;  // one per wanting_
+  // The distinct formulas the wanting inputs need, each evaluated once per backward.
+  std::vector<conformance::ReferenceExpr> formulas_;
+  std::vector<size_t> formula_of_;  // one per wanting_: its index into formulas_
   // One per wanting_. Symbolic sizes: reading concrete ones would specialize a dynamic
   // dimension under torch.export / torch.compile.
   std::vector<std::vector<c10::SymInt>> input_sizes_;

@@ -1,9 +1,11 @@
 #include "op_checks_parse.h"
 
 #include <backplane/conformance_inputs.h>
+#include <backplane/reference_expr.h>
 
 #include "yaml_location.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -21,6 +23,17 @@ class ChecksParser {
         fail(ref, "reference of '" + op_.name + "' must be a call such as aten::add.Tensor(a, b), found " + kind_name(ref));
       checks.reference = ref.Scalar();
       checks.reference_where = at(file_, ref);
+    }
+    if (const YAML::Node base = node["baseline"]) {
+      if (!base.IsScalar() || base.Scalar().empty())
+        fail(base, "baseline of '" + op_.name + "' must be a call such as aten::rms_norm(...), found " + kind_name(base));
+      try {
+        conformance::ReferenceExpr::parse(base.Scalar());
+      } catch (const std::exception& e) {
+        fail(base, "baseline of '" + op_.name + "': " + e.what());
+      }
+      checks.baseline = base.Scalar();
+      checks.baseline_where = at(file_, base);
     }
     if (const YAML::Node exact = node["exact"]) checks.exact = boolean(exact, "exact");
     if (const YAML::Node tol = node["tolerance"]) parse_tolerance(tol);
@@ -194,10 +207,11 @@ class ChecksParser {
     return out.str();
   }
 
+  // Every output's rule (an op may return several) is elementwise.
   bool elementwise() const {
-    const auto k = op_.shape.kind;
-    return k == ShapeRuleKind::SameAs || k == ShapeRuleKind::Broadcast || k == ShapeRuleKind::InPlace ||
-           k == ShapeRuleKind::Out;
+    auto elementwise_rule = [](const ShapeRule& rule) { return rule.kind != ShapeRuleKind::Custom; };
+    return elementwise_rule(op_.shape) &&
+           std::all_of(op_.extra_outputs.begin(), op_.extra_outputs.end(), elementwise_rule);
   }
 
   // Every Tensor argument with these sizes; other arguments at their defaults.

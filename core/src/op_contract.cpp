@@ -20,20 +20,21 @@ std::string dtype_list(const OpDef& op) {
 // Broadcasting that keeps dynamic sizes symbolic: a size-1 test that is not known
 // statically takes the general branch and records a runtime assertion instead of a
 // guard (a dynamic batch size is not specialized to 1 or not-1).
-std::vector<c10::SymInt> broadcast_sizes(const OpContract& c, const std::string& a_name, const at::Tensor& a,
-                                         const std::string& b_name, const at::Tensor& b) {
-  const int64_t ndim = std::max(a.dim(), b.dim());
+std::vector<c10::SymInt> broadcast_sizes(const OpContract& c, const std::string& a_name, c10::SymIntArrayRef a,
+                                         const std::string& b_name, c10::SymIntArrayRef b) {
+  const int64_t a_dim = static_cast<int64_t>(a.size()), b_dim = static_cast<int64_t>(b.size());
+  const int64_t ndim = std::max(a_dim, b_dim);
   std::vector<c10::SymInt> sizes(ndim);
   for (int64_t i = 0; i < ndim; ++i) {
-    const c10::SymInt sa = i < ndim - a.dim() ? c10::SymInt(1) : a.sym_size(i - (ndim - a.dim()));
-    const c10::SymInt sb = i < ndim - b.dim() ? c10::SymInt(1) : b.sym_size(i - (ndim - b.dim()));
+    const c10::SymInt sa = i < ndim - a_dim ? c10::SymInt(1) : a[i - (ndim - a_dim)];
+    const c10::SymInt sb = i < ndim - b_dim ? c10::SymInt(1) : b[i - (ndim - b_dim)];
     if (TORCH_GUARD_OR_FALSE(sb.sym_eq(1))) {
       sizes[i] = sa;
     } else if (TORCH_GUARD_OR_FALSE(sa.sym_eq(1))) {
       sizes[i] = sb;
     } else {
       TORCH_CHECK_VALUE(sa.sym_eq(sb).expect_true(__FILE__, __LINE__), c.qualified_name(), ": sizes of '", a_name,
-                        "' ", a.sym_sizes(), " and '", b_name, "' ", b.sym_sizes(), " do not broadcast (dimension ",
+                        "' ", a, " and '", b_name, "' ", b, " do not broadcast (dimension ",
                         i - ndim, ": ", sa, " vs ", sb, ")");
       sizes[i] = sa;
     }
@@ -76,7 +77,13 @@ OpContract::OpContract(std::string_view op_name) : def_(find_op_def(op_name)) {
   TORCH_CHECK(def_ != nullptr, "backplane: no op named '", op_name, "' in the registry or a loaded plugin's fragment");
   qualified_name_ = def_->qualified_name();
   for (const auto& name : def_->tensor_args) tensor_positions_.push_back(def_->arg_index(name));
-  for (const auto& name : def_->shape.args) rule_positions_.push_back(def_->arg_index(name));
+  auto positions = [&](const ShapeRule& rule) {
+    std::vector<int> out;
+    for (const auto& name : rule.args) out.push_back(def_->arg_index(name));
+    return out;
+  };
+  rule_positions_.push_back(positions(def_->shape));
+  for (const ShapeRule& rule : def_->extra_outputs) rule_positions_.push_back(positions(rule));
 }
 
 void OpContract::check_tensors(c10::ArrayRef<c10::IValue> args) const {
@@ -106,13 +113,26 @@ std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) cons
   TORCH_INTERNAL_ASSERT(args.size() == def_->arg_names.size(), qualified_name_, ": expected ",
                         def_->arg_names.size(), " arguments, got ", args.size());
   check_tensors(args);
-  const ShapeRule& rule = def_->shape;
-  auto tensor = [&](size_t i) -> const at::Tensor& { return args[rule_positions_[i]].toTensor(); };
+  return rule_sizes(0, args);
+}
+
+std::vector<c10::SymInt> OpContract::rule_sizes(size_t which, c10::ArrayRef<c10::IValue> args) const {
+  const ShapeRule& rule = which == 0 ? def_->shape : def_->extra_outputs[which - 1];
+  auto tensor = [&](size_t i) -> const at::Tensor& { return args[rule_positions_[which][i]].toTensor(); };
   switch (rule.kind) {
     case ShapeRuleKind::SameAs:
       return sizes_of(tensor(0));
-    case ShapeRuleKind::Broadcast:
-      return broadcast_sizes(*this, rule.args[0], tensor(0), rule.args[1], tensor(1));
+    case ShapeRuleKind::Broadcast: {
+      // Left to right; a message names the arguments (or the broadcast so far) that disagree.
+      std::vector<c10::SymInt> sizes =
+          broadcast_sizes(*this, rule.args[0], tensor(0).sym_sizes(), rule.args[1], tensor(1).sym_sizes());
+      std::string so_far = rule.args[0] + "' and '" + rule.args[1];
+      for (size_t i = 2; i < rule.args.size(); ++i) {
+        sizes = broadcast_sizes(*this, so_far, sizes, rule.args[i], tensor(i).sym_sizes());
+        so_far += "' and '" + rule.args[i];
+      }
+      return sizes;
+    }
     case ShapeRuleKind::InPlace: {
       const at::Tensor& x = tensor(0);
       TORCH_CHECK_VALUE(!has_memory_layout(x) || at::has_internal_overlap(x) != at::MemOverlap::Yes, qualified_name_, ": argument '",
@@ -155,6 +175,14 @@ at::Tensor OpContract::new_output(c10::ArrayRef<c10::IValue> args) const {
   const std::vector<c10::SymInt> sizes = check(args);
   const at::Tensor& first = args[tensor_positions_[0]].toTensor();
   return at::empty_symint(sizes, first.options().memory_format(c10::MemoryFormat::Contiguous));
+}
+
+std::vector<at::Tensor> OpContract::new_outputs(c10::ArrayRef<c10::IValue> args) const {
+  std::vector<at::Tensor> outs{new_output(args)};
+  const at::Tensor& first = args[tensor_positions_[0]].toTensor();
+  for (size_t which = 1; which <= def_->extra_outputs.size(); ++which)
+    outs.push_back(at::empty_symint(rule_sizes(which, args), first.options().memory_format(c10::MemoryFormat::Contiguous)));
+  return outs;
 }
 
 }  // namespace backplane

@@ -10,7 +10,7 @@ namespace backplane::detail {
 namespace {
 
 // Runs the op's contract (same checks and messages as the real kernels) and returns
-// meta tensors of the rule's shape.
+// meta tensors of the rules' shapes (one per output).
 class RuleMetaKernel final : public c10::OperatorKernel {
  public:
   explicit RuleMetaKernel(const std::string& op_id) : contract_(op_id) {}
@@ -29,9 +29,9 @@ class RuleMetaKernel final : public c10::OperatorKernel {
         torch::jit::drop(*stack, n);
         return;
       default: {
-        at::Tensor out = contract_.new_output(args);
+        std::vector<at::Tensor> outs = contract_.new_outputs(args);
         torch::jit::drop(*stack, n);
-        stack->emplace_back(std::move(out));
+        for (at::Tensor& out : outs) stack->emplace_back(std::move(out));
         return;
       }
     }

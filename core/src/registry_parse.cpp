@@ -82,22 +82,47 @@ class OpParser {
     }
   }
 
+  // `backward:` maps a Tensor argument to its gradient formula, or several arguments
+  // ("x, weight") to one call returning their gradients in that order.
   void parse_backward(const YAML::Node& node) {
-    expect_kind(node, YAML::NodeType::Map, "backward: a mapping of Tensor argument -> gradient formula");
-    if (op_.shape.kind == ShapeRuleKind::InPlace || op_.shape.kind == ShapeRuleKind::Out)
+    expect_kind(node, YAML::NodeType::Map,
+                "backward: a mapping of Tensor argument (or \"a, b\" for a call returning both gradients) -> formula");
+    if (op_.writes())
       fail(node, "backward of '" + op_.name + "': derivatives of ops that write an argument are not supported yet");
     for (const auto& entry : node) {
-      const std::string arg = scalar(entry.first, "an argument name");
-      if (std::find(op_.tensor_args.begin(), op_.tensor_args.end(), arg) == op_.tensor_args.end())
-        fail(entry.first, "backward of '" + op_.name + "' names '" + arg + "', which is not a Tensor argument; "
-                          "expected one of: " + join(op_.tensor_args));
+      const std::string key = scalar(entry.first, "an argument name");
+      const std::vector<std::string> args = split_names(key);
+      if (args.empty()) fail(entry.first, "backward of '" + op_.name + "' has an empty key; expected a Tensor argument");
+      for (const std::string& arg : args) {
+        if (std::find(op_.tensor_args.begin(), op_.tensor_args.end(), arg) == op_.tensor_args.end())
+          fail(entry.first, "backward of '" + op_.name + "' names '" + arg + "', which is not a Tensor argument; "
+                            "expected one of: " + join(op_.tensor_args));
+        if (op_.backward.count(arg))
+          fail(entry.first, "backward of '" + op_.name + "' gives '" + arg + "' a gradient twice");
+      }
       const std::string formula = scalar(entry.second, "a gradient formula");
       try {
         conformance::ReferenceExpr::parse(formula);
       } catch (const std::exception& e) {
-        fail(entry.second, "backward of '" + op_.name + "' for '" + arg + "': " + e.what());
+        fail(entry.second, "backward of '" + op_.name + "' for '" + key + "': " + e.what());
       }
-      op_.backward[arg] = formula;
+      for (size_t i = 0; i < args.size(); ++i) op_.backward[args[i]] = GradientFormula{formula, i, args.size()};
+    }
+  }
+
+  // "x, weight" -> {x, weight}; an empty name (",x") makes the list empty: an error.
+  static std::vector<std::string> split_names(const std::string& key) {
+    std::vector<std::string> names;
+    size_t start = 0;
+    while (true) {
+      const size_t comma = key.find(',', start);
+      std::string name = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      name.erase(0, name.find_first_not_of(" \t"));
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (name.empty()) return {};
+      names.push_back(name);
+      if (comma == std::string::npos) return names;
+      start = comma + 1;
     }
   }
 
@@ -128,7 +153,9 @@ class OpParser {
       if (arg.alias_info() && arg.alias_info()->isWrite()) mutated_.push_back(arg.name());
     }
     returns_ = schema.returns().size();
-    returns_tensor_ = returns_ == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::TensorType;
+    returns_tensors_ = std::count_if(schema.returns().begin(), schema.returns().end(), [](const c10::Argument& r) {
+      return r.type()->kind() == c10::TypeKind::TensorType;
+    });
     if (op_.tensor_args.empty()) fail(node, "schema '" + op_.schema + "' has no Tensor argument; every op needs one");
   }
 
@@ -169,11 +196,31 @@ class OpParser {
     return name;
   }
 
+  // One rule, or for an op returning several tensors a list of rules, one per return.
   void parse_shape(const YAML::Node& node) {
+    if (node.IsSequence()) {
+      if (node.size() < 2)
+        fail(node, "shape of '" + op_.name + "' is a list of " + std::to_string(node.size()) +
+                       " rule(s); a list gives one rule per output of an op returning several tensors (2 or more), "
+                       "else write the rule itself");
+      for (size_t i = 0; i < node.size(); ++i) {
+        ShapeRule rule = parse_rule(node[i]);
+        if (rule.kind == ShapeRuleKind::InPlace || rule.kind == ShapeRuleKind::Out)
+          fail(node[i], "output " + std::to_string(i) + " of '" + op_.name +
+                            "': an op returning several tensors writes no argument; use same_as, broadcast or custom");
+        (i == 0 ? op_.shape : op_.extra_outputs.emplace_back()) = std::move(rule);
+      }
+    } else {
+      op_.shape = parse_rule(node);
+    }
+    check_rule_matches_schema(node);
+  }
+
+  ShapeRule parse_rule(const YAML::Node& node) {
     expect_kind(node, YAML::NodeType::Map,
                 "a shape rule: one of {same_as: x}, {broadcast: [a, b]}, {in_place: x}, {out: o, like: x}, "
-                "{custom: name}");
-    ShapeRule& rule = op_.shape;
+                "{custom: name}, or a list of such rules, one per output");
+    ShapeRule rule;
     std::vector<std::string> keys;
     for (const auto& entry : node) keys.push_back(scalar(entry.first, "a rule name"));
     auto only = [&](std::vector<std::string> allowed) {
@@ -190,10 +237,10 @@ class OpParser {
     } else if (node["broadcast"]) {
       only({"broadcast"});
       const YAML::Node list = node["broadcast"];
-      expect_kind(list, YAML::NodeType::Sequence, "a list of two Tensor arguments");
-      if (list.size() != 2) fail(list, "broadcast takes two arguments, found " + std::to_string(list.size()));
+      expect_kind(list, YAML::NodeType::Sequence, "a list of two or more Tensor arguments");
+      if (list.size() < 2) fail(list, "broadcast takes two or more arguments, found " + std::to_string(list.size()));
       rule.kind = ShapeRuleKind::Broadcast;
-      rule.args = {tensor_arg(list[0], "broadcast"), tensor_arg(list[1], "broadcast")};
+      for (const auto& item : list) rule.args.push_back(tensor_arg(item, "broadcast"));
     } else if (node["in_place"]) {
       only({"in_place"});
       rule.kind = ShapeRuleKind::InPlace;
@@ -211,7 +258,7 @@ class OpParser {
     } else {
       fail(node, "unknown shape rule [" + join(keys) + "]; expected one of: same_as, broadcast, in_place, out, custom");
     }
-    check_rule_matches_schema(node);
+    return rule;
   }
 
   // The schema declares mutation and returns; the rule must agree with it, or the
@@ -234,8 +281,13 @@ class OpParser {
       fail(node, "'" + op_.name + "' writes '" + rule.args[0] + "', so it must return nothing (-> ()): torch.compile and "
                      "torch.export cannot functionalize a custom op whose output aliases an input; found " +
                      std::to_string(returns_) + " return value(s)");
-    if (!mutating_rule && !returns_tensor_)
-      fail(node, "shape rule of '" + op_.name + "' produces one Tensor; the schema must return exactly one Tensor");
+    if (!mutating_rule && (returns_ != op_.new_outputs() || returns_tensors_ != returns_)) {
+      const size_t n = op_.new_outputs();
+      fail(node, "shape of '" + op_.name + "' gives " + std::to_string(n) + " output(s); the schema must return " +
+                     (n == 1 ? std::string("exactly one Tensor") : "exactly " + std::to_string(n) + " Tensors, (Tensor, Tensor, ...)") +
+                     ", found " + std::to_string(returns_) + " return value(s) of which " + std::to_string(returns_tensors_) +
+                     " Tensor(s)");
+    }
   }
 
   const std::string& file_;
@@ -243,7 +295,7 @@ class OpParser {
   OpDef op_;
   std::vector<std::string> mutated_;
   size_t returns_ = 0;
-  bool returns_tensor_ = false;
+  size_t returns_tensors_ = 0;
 };
 
 }  // namespace

@@ -106,8 +106,11 @@ std::string read_file(const fs::path& path) {
 }
 
 std::string kernel_stub(const OpDef& op, const std::string& name, const std::string& key) {
-  const bool writes = op.shape.kind == ShapeRuleKind::InPlace || op.shape.kind == ShapeRuleKind::Out;
-  std::string params = writes ? "" : "at::Tensor& out";
+  const bool writes = op.writes();
+  // One output: `out`; several (rms_norm_backward's dx and dweight): out0, out1, ...
+  std::string params;
+  for (size_t k = 0; k < op.new_outputs(); ++k)
+    params += (params.empty() ? "" : ", ") + std::string("at::Tensor& out") + (op.new_outputs() == 1 ? "" : std::to_string(k));
   for (const c10::Argument& arg : op.arguments)
     params += (params.empty() ? "" : ", ") + cpp_type(arg) + " " + arg.name();
   std::ostringstream s;
@@ -115,7 +118,8 @@ std::string kernel_stub(const OpDef& op, const std::string& name, const std::str
     << "//   " << op.doc << "\n//\n"
     << "// Before this runs, the core has checked the op's contract (the registry's dtypes, one dtype\n"
     << "// and one device across the Tensor arguments, the shape rule)"
-    << (writes ? "" : ", allocated `out` with\n// the result's sizes") << " and set a device guard.\n"
+    << (writes ? "" : op.new_outputs() == 1 ? ", allocated `out` with\n// the result's sizes" : ", allocated the outputs with\n// their sizes")
+    << " and set a device guard.\n"
     << "// To implement: write the compute, then uncomment the registration at the foot, rebuild,\n"
     << "// and run `backplane check " << name << " --ops " << op.name << "`.\n";
   if (key == "PrivateUse1")

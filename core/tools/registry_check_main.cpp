@@ -8,12 +8,35 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
 
 namespace {
+
+// The bench's baseline must compute what the reference computes (on the first sample, in
+// float64): a baseline of another function would make every speed ratio meaningless.
+void check_baseline(const backplane::OpDef& op, const std::map<std::string, c10::IValue>& names,
+                    const std::vector<c10::IValue>& expected) {
+  std::vector<c10::IValue> got;
+  try {
+    got = backplane::conformance::reference_values(
+        op, backplane::conformance::ReferenceExpr::parse(op.checks.baseline), names);
+  } catch (const std::exception& e) {
+    throw backplane::RegistryError(op.checks.baseline_where, "baseline of '" + op.name + "' fails on sample '" +
+                                                                 op.checks.samples.front().name + "': " + e.what());
+  }
+  bool same = got.size() == expected.size();
+  for (size_t k = 0; same && k < got.size(); ++k)
+    same = got[k].isTensor() && got[k].toTensor().sizes() == expected[k].toTensor().sizes() &&
+           at::allclose(got[k].toTensor().to(at::kDouble), expected[k].toTensor(), 1e-7, 1e-9);
+  if (!same)
+    throw backplane::RegistryError(op.checks.baseline_where, "baseline of '" + op.name + "' does not compute what its "
+                                                             "reference computes (sample '" +
+                                                                 op.checks.samples.front().name + "', float64)");
+}
 
 // The reference must run: a misspelt aten op or argument fails the build, not a test.
 void check_reference(const backplane::OpDef& op) {
@@ -24,8 +47,15 @@ void check_reference(const backplane::OpDef& op) {
   std::map<std::string, c10::IValue> names;
   for (size_t i = 0; i < args.size(); ++i) names[op.arguments[i].name()] = args[i];
   try {
-    const c10::IValue value = backplane::conformance::ReferenceExpr::parse(op.checks.reference).evaluate(names);
-    if (!value.isTensor()) throw std::invalid_argument("it gives no tensor");
+    const auto values = backplane::conformance::reference_values(
+        op, backplane::conformance::ReferenceExpr::parse(op.checks.reference), names);
+    const size_t outputs = std::max<size_t>(op.new_outputs(), 1);
+    if (values.size() != outputs)
+      throw std::invalid_argument("it gives " + std::to_string(values.size()) + " value(s) for the op's " +
+                                  std::to_string(outputs) + " output(s) (several outputs: a list [a, b] of their references)");
+    for (const auto& value : values)
+      if (!value.isTensor()) throw std::invalid_argument("it gives no tensor");
+    if (!op.checks.baseline.empty()) check_baseline(op, names, values);
   } catch (const c10::Error& e) {
     throw backplane::RegistryError(op.checks.reference_where, "reference of '" + op.name + "' fails on sample '" +
                                                                   sample.name + "': " + e.what_without_backtrace());

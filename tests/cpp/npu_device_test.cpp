@@ -88,8 +88,35 @@ TEST_F(NpuDevice, MixingDevicesIsRefused) {
 
 TEST_F(NpuDevice, FallbackRunsAndBlocklistRefuses) {
   EXPECT_TRUE(at::full({4}, 2.5, at::TensorOptions().device(npu0)).cos().cpu().equal(at::full({4}, 2.5).cos()));
-  const at::Tensor m = at::ones({2, 2}, npu0);
-  EXPECT_THROW(at::mm(m, m), c10::NotImplementedError);
+  // Convolutions have no npu kernel and must not silently run on the host.
+  const at::Tensor image = at::ones({1, 1, 4, 4}, npu0), filter = at::ones({1, 1, 3, 3}, npu0);
+  EXPECT_THROW(at::conv2d(image, filter), c10::NotImplementedError);
+}
+
+// Matrix products run on the device (aten/matmul.cpp), with PyTorch's size checks at the
+// call and the values of the CPU's.
+TEST_F(NpuDevice, MatrixProductsRunOnTheDevice) {
+  const at::Tensor a = at::randn({5, 7}), b = at::randn({7, 3}), bias = at::randn({3});
+  const at::Tensor a3 = at::randn({2, 5, 7}), b3 = at::randn({2, 7, 3});
+  EXPECT_TRUE(at::allclose(at::mm(a.to(npu0), b.to(npu0)).cpu(), at::mm(a, b)));
+  EXPECT_TRUE(at::allclose(at::addmm(bias.to(npu0), a.to(npu0), b.to(npu0), 0.5, 2.0).cpu(), at::addmm(bias, a, b, 0.5, 2.0)));
+  EXPECT_TRUE(at::allclose(at::bmm(a3.to(npu0), b3.to(npu0)).cpu(), at::bmm(a3, b3)));
+  EXPECT_TRUE(at::allclose(at::matmul(a3.to(npu0), b.to(npu0)).cpu(), at::matmul(a3, b)));
+  const at::Tensor t = a.to(npu0).t();  // a transposed view is read in place
+  EXPECT_TRUE(at::allclose(at::mm(t, a.to(npu0)).cpu(), at::mm(a.t(), a)));
+  try {
+    at::mm(a.to(npu0), a.to(npu0));
+    FAIL() << "expected a size error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be multiplied (5x7 and 5x7)"), std::string::npos) << e.what();
+  }
+  try {
+    at::mm(a.to(npu0), b);
+    FAIL() << "expected a device error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::mm: argument 'mat2' is on cpu, expected npu:0"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(NpuDevice, OpsRunOnTheCurrentStream) {

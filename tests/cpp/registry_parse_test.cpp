@@ -127,7 +127,7 @@ TEST(RegistryErrors, MissingKey) {
 
 TEST(RegistryErrors, UnknownKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
-               "test.yaml:6:5", "unknown key 'dtype'; expected one of: backward, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: backward, baseline, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
 }
 
 TEST(RegistryErrors, ReservedKey) {
@@ -139,7 +139,51 @@ TEST(Registry, BackwardFormulasPerTensorArgument) {
   Registry r = parse_registry(op_yaml("twice(Tensor x, float s=2.0) -> Tensor", "[float32]", "{same_as: x}",
                                       "    backward: {x: \"aten::mul.Scalar(grad, 2)\"}\n"),
                               "test.yaml");
-  EXPECT_EQ(r.ops()[0].backward.at("x"), "aten::mul.Scalar(grad, 2)");
+  EXPECT_EQ(r.ops()[0].backward.at("x").formula, "aten::mul.Scalar(grad, 2)");
+}
+
+// One call giving several arguments' gradients: a backward op returning both.
+TEST(Registry, BackwardKeyNamingSeveralArguments) {
+  Registry r = parse_registry(
+      op_yaml("prod(Tensor a, Tensor b) -> Tensor", "[float32]", "{broadcast: [a, b]}",
+              "    backward: {\"a, b\": \"backplane::prod_backward(grad, a, b)\"}\n"),
+      "test.yaml");
+  const OpDef& op = r.ops()[0];
+  EXPECT_EQ(op.backward.at("a").formula, "backplane::prod_backward(grad, a, b)");
+  EXPECT_EQ(op.backward.at("a").output, 0u);
+  EXPECT_EQ(op.backward.at("b").output, 1u);
+  EXPECT_EQ(op.backward.at("b").outputs, 2u);
+}
+
+TEST(RegistryErrors, BackwardKeyNamesAnArgumentTwice) {
+  expect_error(op_yaml("prod(Tensor a, Tensor b) -> Tensor", "[float32]", "{broadcast: [a, b]}",
+                       "    backward: {\"a, b\": \"aten::mul.Tensor(grad, b)\", b: grad}\n"),
+               "test.yaml:6:53", "backward of 'prod' gives 'b' a gradient twice");
+  expect_error(op_yaml("prod(Tensor a, Tensor b) -> Tensor", "[float32]", "{broadcast: [a, b]}",
+                       "    backward: {\"a,\": grad}\n"),
+               "test.yaml:6:16", "backward of 'prod' has an empty key");
+}
+
+// An op returning two tensors: `shape:` lists one rule per output.
+TEST(Registry, OneShapeRulePerOutput) {
+  Registry r = parse_registry(op_yaml("split2(Tensor x, Tensor w) -> (Tensor, Tensor)", "[float32]",
+                                      "[{same_as: x}, {same_as: w}]", "    samples: [{x: [2, 3], w: [3]}]\n"),
+                              "test.yaml");
+  const OpDef& op = r.ops()[0];
+  EXPECT_EQ(op.new_outputs(), 2u);
+  ASSERT_EQ(op.extra_outputs.size(), 1u);
+  EXPECT_EQ(op.extra_outputs[0].args, std::vector<std::string>{"w"});
+}
+
+TEST(RegistryErrors, OutputRulesMustMatchTheReturns) {
+  expect_error(op_yaml("split2(Tensor x, Tensor w) -> Tensor", "[float32]", "[{same_as: x}, {same_as: w}]"),
+               "test.yaml:5:12", "shape of 'split2' gives 2 output(s); the schema must return exactly 2 Tensors");
+  expect_error(op_yaml("split2(Tensor x, Tensor w) -> (Tensor, Tensor)", "[float32]", "{same_as: x}"),
+               "test.yaml:5:12", "shape of 'split2' gives 1 output(s); the schema must return exactly one Tensor");
+  expect_error(op_yaml("split1(Tensor x) -> Tensor", "[float32]", "[{same_as: x}]"), "test.yaml:5:12",
+               "shape of 'split1' is a list of 1 rule(s)");
+  expect_error(op_yaml("split2_(Tensor(a!) x, Tensor w) -> (Tensor, Tensor)", "[float32]", "[{in_place: x}, {same_as: w}]"),
+               "test.yaml:5:13", "output 0 of 'split2_': an op returning several tensors writes no argument");
 }
 
 TEST(RegistryErrors, BackwardMustNameTensorArgumentsAndParse) {
@@ -173,7 +217,7 @@ TEST(RegistryErrors, UnknownCustomRule) {
 
 TEST(RegistryErrors, BroadcastNeedsTwo) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{broadcast: [x]}"), "test.yaml:5:24",
-               "broadcast takes two arguments, found 1");
+               "broadcast takes two or more arguments, found 1");
 }
 
 TEST(RegistryErrors, ExtraRuleKeys) {

@@ -63,6 +63,21 @@ def samples(dtype=torch.float32, device="cpu", per_op=3):
     return out
 
 
+def results(op, returned, args, kwargs):
+    """The tensors a call of `op` (an OpOverload or OpOverloadPacket) produced: its new
+    outputs (one, or several for ops such as rms_norm_backward), else the argument it
+    wrote (in place or out=)."""
+    if isinstance(returned, torch.Tensor):
+        return [returned]
+    if isinstance(returned, (tuple, list)) and returned:
+        return list(returned)
+    schema = getattr(op, "_schema", None) or op.default._schema
+    written = [a for a in schema.arguments if a.alias_info and a.alias_info.is_write][0]
+    if written.name in kwargs:
+        return [kwargs[written.name]]
+    return [args[schema.arguments.index(written)]]
+
+
 def block(x, y, w):
     """A small model of the ops in a row, for compile and graph-capture tests."""
     h = torch.ops.backplane.add(x, y, alpha=0.5)

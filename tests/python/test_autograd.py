@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import backplane
-from samples import op_names, require_kernel, samples
+from samples import op_names, require_kernel, results, samples
 
 
 def _first_sample(op_name):
@@ -82,11 +82,8 @@ def test_backward_through_an_op_without_derivative_raises_naming_it(op_name):
     leaves = [a.clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
     inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in leaves]
     kwargs = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
-    result = op(*inputs, **kwargs)
-    if not isinstance(result, torch.Tensor):  # `-> ()`: the written argument is the result
-        written = [a for a in op._schema.arguments if a.alias_info and a.alias_info.is_write]
-        position = op._schema.arguments.index(written[0])
-        result = kwargs[written[0].name] if written[0].kwarg_only else inputs[position]
+    # The first output, or for `-> ()` ops the written argument.
+    result = results(op, op(*inputs, **kwargs), inputs, kwargs)[0]
     with pytest.raises(RuntimeError, match=f"backplane::{op_name} has no derivative for '"):
         result.float().sum().backward()
 

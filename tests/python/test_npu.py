@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import backplane
-from samples import DTYPES, block, require_kernel, samples
+from samples import DTYPES, block, require_kernel, results, samples
 
 backplane.load("npu")
 # The fallback's once-per-op warnings are the feature under test in one test; the
@@ -84,11 +84,11 @@ def test_every_op_matches_the_cpu_backend(op_name, dtype, device):
     require_kernel(op_name, "npu", "cpu")
     op = getattr(torch.ops.backplane, op_name)
     for (args, kwargs), (cargs, ckwargs) in zip(samples(dtype, device)[op_name], samples(dtype, "cpu")[op_name]):
-        got, expected = op(*args, **kwargs), op(*cargs, **ckwargs)
-        if got is None:  # in place or out=: compare what was written
-            got, expected = (kwargs.get("out", args[0]), ckwargs.get("out", cargs[0]))
-        assert got.device == torch.device(device)
-        torch.testing.assert_close(got.cpu(), expected)
+        got = results(op, op(*args, **kwargs), args, kwargs)  # in place or out=: what was written
+        expected = results(op, op(*cargs, **ckwargs), cargs, ckwargs)
+        for g, e in zip(got, expected, strict=True):
+            assert g.device == torch.device(device)
+            torch.testing.assert_close(g.cpu(), e)
 
 
 @pytest.mark.parametrize("op_name", list(samples()))
@@ -101,7 +101,7 @@ def test_gradcheck_npu(op_name):
         pytest.skip(f"{op_name} writes an argument: no derivative")
     args, kwargs = samples(torch.float64, "npu")[op_name][0]
     probe = op(*[a.detach().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
-    if type(probe.grad_fn).__name__ == "Error":
+    if type(results(op, probe, args, kwargs)[0].grad_fn).__name__ == "Error":
         pytest.skip(f"{op_name} has no backward: in the registry")
     inputs = tuple(a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args)
     assert torch.autograd.gradcheck(lambda *t: op(*t, **kwargs), inputs, eps=1e-6, atol=1e-5)
@@ -151,11 +151,29 @@ def test_fallback_runs_on_the_cpu_and_warns_once_per_op():
 
 
 def test_blocklisted_ops_fail_clearly():
+    # mm has an npu kernel, its out= overload does not; neither may silently run on the host.
     a = torch.ones(2, 2, device="npu")
-    with pytest.raises(NotImplementedError, match=r"backplane npu: aten::mm(\.out)? has no npu kernel and is blocked from the CPU fallback"):
-        torch.mm(a, a)
+    with pytest.raises(NotImplementedError, match=r"backplane npu: aten::mm\.out has no npu kernel and is blocked from the CPU fallback"):
+        torch.mm(a, a, out=torch.empty(2, 2, device="npu"))
     with pytest.raises(NotImplementedError, match="backplane npu: aten::view_as_real has no npu kernel and returns a view"):
         torch.view_as_real(torch.zeros(2, dtype=torch.complex64, device="npu"))
+
+
+def test_matrix_products_run_on_the_device():
+    # The hot path of a model (npu's own kernels, never the CPU fallback).
+    g = torch.Generator().manual_seed(0)
+    a, b, bias = torch.randn(5, 7, generator=g), torch.randn(7, 3, generator=g), torch.randn(3, generator=g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback would warn
+        got = torch.nn.functional.linear(a.npu(), b.t().npu(), bias.npu())
+        batched = torch.randn(2, 5, 7, generator=g)
+        got_b = torch.bmm(batched.npu(), batched.transpose(1, 2).npu())
+    assert got.device.type == "npu"
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.linear(a, b.t(), bias))
+    torch.testing.assert_close(got_b.cpu(), torch.bmm(batched, batched.transpose(1, 2)))
+    # PyTorch's own size check (its meta function), raised at the call.
+    with pytest.raises(RuntimeError, match=r"must have same reduction dim|cannot be multiplied"):
+        torch.mm(a.npu(), a.npu())
 
 
 def test_allocation_and_argument_errors_are_named():

@@ -1,6 +1,7 @@
-// The elementwise engine behind identity_conv, add, scale_, sin_out and crop:
-// out[i] = f(in_0[i], ..., in_{NIN-1}[i]) over one shape, every operand with its own
-// strides, all of one scalar type.
+// The elementwise engine behind identity_conv, add, mul, silu_mul, scale_, sin_out and
+// crop: out[i] = f(in_0[i], ..., in_{NIN-1}[i]) over one shape, every operand with its
+// own strides, all of one scalar type. NOUT outputs: f returns Outputs<scalar_t, NOUT>
+// (one value per output; silu_mul_backward's dgate and dup), or a scalar_t for one.
 //
 // Two kernels, picked per call from the merged layout (strided_indexing.cuh):
 // - vectorized: every operand is one unit-stride run and their addresses share one
@@ -49,21 +50,38 @@ constexpr int kUnroll = 4;
 
 template <typename T, int N>
 using PtrArray = at::detail::Array<const T*, N>;
+template <typename T, int N>
+using OutPtrArray = at::detail::Array<T*, N>;
+
+// What f returns for NOUT outputs.
+template <typename T, int NOUT>
+using Outputs = at::detail::Array<T, NOUT>;
 
 template <typename scalar_t, int NIN, typename Func>
-__device__ __forceinline__ scalar_t apply(const Func& f, const scalar_t (&v)[NIN]) {
-  static_assert(NIN == 1 || NIN == 2, "elementwise ops take one or two inputs");
+__device__ __forceinline__ auto apply(const Func& f, const scalar_t (&v)[NIN]) {
+  static_assert(NIN >= 1 && NIN <= 3, "elementwise ops take one to three inputs");
   if constexpr (NIN == 1)
     return f(v[0]);
-  else
+  else if constexpr (NIN == 2)
     return f(v[0], v[1]);
+  else
+    return f(v[0], v[1], v[2]);
+}
+
+// Output k of f's result: the value itself when there is one output.
+template <int NOUT, typename R>
+__device__ __forceinline__ auto output(const R& r, int k) {
+  if constexpr (NOUT == 1)
+    return r;
+  else
+    return r[k];
 }
 
 // Elements [0, head) and [head + nvec * V, n) are scalar; [head, head + nvec * V)
 // are nvec aligned vectors.
-template <typename scalar_t, int NIN, typename Func>
+template <typename scalar_t, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kBlockThreads)
-    vectorized_kernel(Func f, scalar_t* out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
+    vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int64_t nvec = (n - head) / V;
@@ -75,24 +93,31 @@ __global__ void __launch_bounds__(kBlockThreads)
     scalar_t v[NIN];
 #pragma unroll
     for (int k = 0; k < NIN; ++k) v[k] = in[k][i];
-    out[i] = apply<scalar_t, NIN>(f, v);
+    const auto r = apply<scalar_t, NIN>(f, v);
+#pragma unroll
+    for (int o = 0; o < NOUT; ++o) out[o][i] = output<NOUT>(r, o);
   }
 
-  vec_t* out_v = reinterpret_cast<vec_t*>(out + head);
+  vec_t* out_v[NOUT];
+#pragma unroll
+  for (int o = 0; o < NOUT; ++o) out_v[o] = reinterpret_cast<vec_t*>(out[o] + head);
   const vec_t* in_v[NIN];
 #pragma unroll
   for (int k = 0; k < NIN; ++k) in_v[k] = reinterpret_cast<const vec_t*>(in[k] + head);
 
-  auto compute = [&](const vec_t (&x)[NIN]) {
-    vec_t y;
+  auto compute_store = [&](const vec_t (&x)[NIN], int64_t j) {
+    vec_t y[NOUT];
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       scalar_t v[NIN];
 #pragma unroll
       for (int k = 0; k < NIN; ++k) v[k] = x[k].v[e];
-      y.v[e] = apply<scalar_t, NIN>(f, v);
+      const auto r = apply<scalar_t, NIN>(f, v);
+#pragma unroll
+      for (int o = 0; o < NOUT; ++o) y[o].v[e] = output<NOUT>(r, o);
     }
-    return y;
+#pragma unroll
+    for (int o = 0; o < NOUT; ++o) out_v[o][j] = y[o];
   };
 
   constexpr int64_t kTile = static_cast<int64_t>(kBlockThreads) * kUnroll;
@@ -105,7 +130,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
         for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kBlockThreads];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) out_v[base + u * kBlockThreads] = compute(x[u]);
+      for (int u = 0; u < kUnroll; ++u) compute_store(x[u], base + u * kBlockThreads);
     } else {  // the last, partial tile
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
@@ -114,19 +139,21 @@ __global__ void __launch_bounds__(kBlockThreads)
           for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kBlockThreads];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (base + u * kBlockThreads < nvec) out_v[base + u * kBlockThreads] = compute(x[u]);
+        if (base + u * kBlockThreads < nvec) compute_store(x[u], base + u * kBlockThreads);
     }
   }
 }
 
-// Operand 0 of `calc` is the output, operand k + 1 is input k. Items are W-element
-// vectors (W = 1: single elements); calc's sizes, strides and n count vectors.
-template <typename scalar_t, int W, int NIN, typename index_t, typename Func>
+// Operands 0..NOUT-1 of `calc` are the outputs, operand NOUT + k is input k. Items are
+// W-element vectors (W = 1: single elements); calc's sizes, strides and n count vectors.
+template <typename scalar_t, int W, int NOUT, int NIN, typename index_t, typename Func>
 __global__ void __launch_bounds__(kBlockThreads)
-    strided_kernel(Func f, scalar_t* out, PtrArray<scalar_t, NIN> in, OffsetCalculator<NIN + 1, index_t> calc,
-                   index_t n) {
+    strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in,
+                   OffsetCalculator<NOUT + NIN, index_t> calc, index_t n) {
   using item_t = Vector<scalar_t, W>;
-  auto* out_w = reinterpret_cast<item_t*>(out);
+  item_t* out_w[NOUT];
+#pragma unroll
+  for (int o = 0; o < NOUT; ++o) out_w[o] = reinterpret_cast<item_t*>(out[o]);
   const item_t* in_w[NIN];
 #pragma unroll
   for (int k = 0; k < NIN; ++k) in_w[k] = reinterpret_cast<const item_t*>(in[k]);
@@ -134,30 +161,34 @@ __global__ void __launch_bounds__(kBlockThreads)
   const index_t step = static_cast<index_t>(gridDim.x) * kTile;
   for (index_t base = static_cast<index_t>(blockIdx.x) * kTile; base < n; base += step) {
     item_t v[kUnroll][NIN];
-    index_t out_offset[kUnroll];
+    index_t out_offset[kUnroll][NOUT];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
       if (i < n) {
         const auto offsets = calc.get(i);
-        out_offset[u] = offsets[0];
 #pragma unroll
-        for (int k = 0; k < NIN; ++k) v[u][k] = in_w[k][offsets[k + 1]];
+        for (int o = 0; o < NOUT; ++o) out_offset[u][o] = offsets[o];
+#pragma unroll
+        for (int k = 0; k < NIN; ++k) v[u][k] = in_w[k][offsets[NOUT + k]];
       }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
       if (i < n) {
-        item_t y;
+        item_t y[NOUT];
 #pragma unroll
         for (int e = 0; e < W; ++e) {
           scalar_t x[NIN];
 #pragma unroll
           for (int k = 0; k < NIN; ++k) x[k] = v[u][k].v[e];
-          y.v[e] = apply<scalar_t, NIN>(f, x);
+          const auto r = apply<scalar_t, NIN>(f, x);
+#pragma unroll
+          for (int o = 0; o < NOUT; ++o) y[o].v[e] = output<NOUT>(r, o);
         }
-        out_w[out_offset[u]] = y;
+#pragma unroll
+        for (int o = 0; o < NOUT; ++o) out_w[o][out_offset[u][o]] = y[o];
       }
     }
   }
@@ -181,36 +212,39 @@ bool as_vectors(StridedLayout<N>& layout, const std::array<const void*, N>& ptrs
   return true;
 }
 
-template <typename scalar_t, int W, int NIN, typename Func>
-void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NIN + 1>& layout, scalar_t* out,
-                    const PtrArray<scalar_t, NIN>& in, Func f) {
-  constexpr int N = NIN + 1;
+template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
+void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
+                    const OutPtrArray<scalar_t, NOUT>& out, const PtrArray<scalar_t, NIN>& in, Func f) {
+  constexpr int N = NOUT + NIN;
   const int64_t n = layout.numel();
   if (layout.fits_32bit()) {
     static PerDeviceCache cache;
-    const auto kernel = strided_kernel<scalar_t, W, NIN, unsigned int, Func>;
+    const auto kernel = strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func>;
     const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
     kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
         f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
   } else {
     static PerDeviceCache cache;
-    const auto kernel = strided_kernel<scalar_t, W, NIN, int64_t, Func>;
+    const auto kernel = strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func>;
     const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
     kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, int64_t>(layout), n);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Runs f over `sizes` (numel > 0). `op` names the op in errors. The caller holds a
-// CUDAGuard for `device`; `stream` is that device's current stream.
-template <typename scalar_t, int NIN, typename Func>
-void launch_elementwise(std::string_view op, c10::DeviceIndex device, cudaStream_t stream, c10::ArrayRef<int64_t> sizes,
-                        scalar_t* out, c10::ArrayRef<int64_t> out_strides, const std::array<const scalar_t*, NIN>& in,
-                        const std::array<c10::ArrayRef<int64_t>, NIN>& in_strides, Func f) {
-  constexpr int N = NIN + 1;
+// Runs f over `sizes` (numel > 0) with NOUT outputs (f returns Outputs<scalar_t, NOUT>).
+// `op` names the op in errors. The caller holds a CUDAGuard for `device`; `stream` is
+// that device's current stream.
+template <typename scalar_t, int NOUT, int NIN, typename Func>
+void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cudaStream_t stream,
+                                c10::ArrayRef<int64_t> sizes, const std::array<scalar_t*, NOUT>& out,
+                                const std::array<c10::ArrayRef<int64_t>, NOUT>& out_strides,
+                                const std::array<const scalar_t*, NIN>& in,
+                                const std::array<c10::ArrayRef<int64_t>, NIN>& in_strides, Func f) {
+  constexpr int N = NOUT + NIN;
   std::array<c10::ArrayRef<int64_t>, N> strides;
-  strides[0] = out_strides;
-  for (int k = 0; k < NIN; ++k) strides[k + 1] = in_strides[k];
+  for (int o = 0; o < NOUT; ++o) strides[o] = out_strides[o];
+  for (int k = 0; k < NIN; ++k) strides[NOUT + k] = in_strides[k];
   StridedLayout<N> layout = make_layout<N>(op, sizes, strides);
   if (layout.ndim == 0) {  // a 0-d tensor or all sizes 1: one element
     layout.ndim = 1;
@@ -220,30 +254,41 @@ void launch_elementwise(std::string_view op, c10::DeviceIndex device, cudaStream
   const int64_t n = layout.numel();
   PtrArray<scalar_t, NIN> in_ptrs;
   for (int k = 0; k < NIN; ++k) in_ptrs[k] = in[k];
+  OutPtrArray<scalar_t, NOUT> out_ptrs;
+  for (int o = 0; o < NOUT; ++o) out_ptrs[o] = out[o];
 
-  bool same_misalignment = layout.unit_stride() && misalignment(out) % sizeof(scalar_t) == 0;
-  for (int k = 0; k < NIN && same_misalignment; ++k) same_misalignment = misalignment(in[k]) == misalignment(out);
+  bool same_misalignment = layout.unit_stride() && misalignment(out[0]) % sizeof(scalar_t) == 0;
+  for (int o = 1; o < NOUT && same_misalignment; ++o) same_misalignment = misalignment(out[o]) == misalignment(out[0]);
+  for (int k = 0; k < NIN && same_misalignment; ++k) same_misalignment = misalignment(in[k]) == misalignment(out[0]);
   if (same_misalignment) {
-    const int64_t head =
-        std::min<int64_t>(n, (kVectorBytes - misalignment(out)) % kVectorBytes / static_cast<int64_t>(sizeof(scalar_t)));
+    const int64_t head = std::min<int64_t>(
+        n, (kVectorBytes - misalignment(out[0])) % kVectorBytes / static_cast<int64_t>(sizeof(scalar_t)));
     // One tile per block (the grid-stride loop only matters past 2^31 - 1 blocks).
     // Measured on an H100 (bench/RESULTS.md): a grid of only the resident blocks,
     // looping grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per
     // block 98-101%. Streaming cache hints (__ldcs/__stcs) changed nothing.
     const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
     const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
-    vectorized_kernel<scalar_t, NIN, Func>
-        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in_ptrs, n, head);
+    vectorized_kernel<scalar_t, NOUT, NIN, Func>
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
   std::array<const void*, N> ptrs;
-  ptrs[0] = out;
-  for (int k = 0; k < NIN; ++k) ptrs[k + 1] = in[k];
+  for (int o = 0; o < NOUT; ++o) ptrs[o] = out[o];
+  for (int k = 0; k < NIN; ++k) ptrs[NOUT + k] = in[k];
   if (as_vectors<scalar_t, N>(layout, ptrs))
-    launch_strided<scalar_t, kVectorWidth<scalar_t>, NIN>(device, stream, layout, out, in_ptrs, f);
+    launch_strided<scalar_t, kVectorWidth<scalar_t>, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
   else
-    launch_strided<scalar_t, 1, NIN>(device, stream, layout, out, in_ptrs, f);
+    launch_strided<scalar_t, 1, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
+}
+
+// One output: f returns a scalar_t.
+template <typename scalar_t, int NIN, typename Func>
+void launch_elementwise(std::string_view op, c10::DeviceIndex device, cudaStream_t stream, c10::ArrayRef<int64_t> sizes,
+                        scalar_t* out, c10::ArrayRef<int64_t> out_strides, const std::array<const scalar_t*, NIN>& in,
+                        const std::array<c10::ArrayRef<int64_t>, NIN>& in_strides, Func f) {
+  launch_elementwise_outputs<scalar_t, 1, NIN>(op, device, stream, sizes, {out}, {out_strides}, in, in_strides, f);
 }
 
 }  // namespace backplane::cuda

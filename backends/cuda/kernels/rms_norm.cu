@@ -18,6 +18,7 @@
 // Rows may have any strides in their leading dimensions (padded, offset, expanded):
 // row r starts at rows_of_x.offset(r) in x; y is contiguous, row r at r * n.
 #include "launch_config.cuh"
+#include "row_indexer.cuh"
 #include "row_reduce.cuh"
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
@@ -39,31 +40,6 @@ constexpr int kMaxRowThreads = 512;
 constexpr int kMaxRowWarps = kMaxRowThreads / kWarpSize;
 constexpr int kMaxWarpVecs = 4;     // warp per row up to 32 * 4 vectors
 constexpr int kMaxBlockVecs = 8;    // block per row up to 512 * 8 vectors
-
-// Row r (an index over every dimension but the last, row-major) -> offset of its first
-// element in x. Once per row, so the general case loops without unrolling (64-bit
-// division); rows that merge to one dimension (the usual case) take one multiply.
-struct RowIndexer {
-  explicit RowIndexer(const StridedLayout<1>& rows) : ndim(rows.ndim) {
-    for (int d = 0; d < ndim; ++d) {
-      sizes[d] = rows.sizes[d];
-      strides[d] = rows.strides[d][0];
-    }
-  }
-  __device__ __forceinline__ int64_t offset(int64_t r) const {
-    if (ndim <= 1) return ndim == 0 ? 0 : r * strides[0];
-    int64_t off = 0;
-#pragma unroll 1
-    for (int d = 0; d < ndim; ++d) {
-      off += (r % sizes[d]) * strides[d];
-      r /= sizes[d];
-    }
-    return off;
-  }
-  int ndim;
-  int64_t sizes[kMaxDims];  // innermost first
-  int64_t strides[kMaxDims];
-};
 
 template <typename scalar_t>
 struct RmsNormParams {
@@ -207,19 +183,13 @@ void launch_block(const RmsNormParams<scalar_t>& p, int64_t nvec, cudaStream_t s
   rms_norm_block_kernel<scalar_t, kVecs><<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
 }
 
-// True when every row starts 16-byte aligned and the row is whole vectors.
+// True when every row of x starts 16-byte aligned and is whole vectors, and so are
+// weight and the output.
 template <typename scalar_t>
 bool rows_are_vectors(const at::Tensor& x, const StridedLayout<1>& rows, const at::Tensor& weight,
                       const at::Tensor& out) {
-  constexpr int64_t V = kVectorWidth<scalar_t>;
-  const int64_t n = x.size(-1);
-  if (x.stride(-1) != 1 || n % V != 0 || weight.stride(0) != 1) return false;
-  if (!is_vector_aligned(x.const_data_ptr()) || !is_vector_aligned(weight.const_data_ptr()) ||
-      !is_vector_aligned(out.const_data_ptr()))
-    return false;
-  for (int d = 0; d < rows.ndim; ++d)
-    if (rows.strides[d][0] % V != 0) return false;
-  return true;
+  return rows_are_vectors<scalar_t>(x, rows) && weight.stride(0) == 1 && is_vector_aligned(weight.const_data_ptr()) &&
+         is_vector_aligned(out.const_data_ptr());
 }
 
 template <typename scalar_t>
@@ -228,9 +198,7 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int64_t V = kVectorWidth<scalar_t>;
   const int64_t n = x.size(-1);
-  const auto lead_sizes = x.sizes().slice(0, x.dim() - 1);
-  const auto lead_strides = x.strides().slice(0, x.dim() - 1);
-  const StridedLayout<1> rows = make_layout<1>(op, lead_sizes, {lead_strides}, /*reorder=*/false);
+  const StridedLayout<1> rows = row_layout(op, x);
   const RmsNormParams<scalar_t> p{x.const_data_ptr<scalar_t>(),
                                   weight.const_data_ptr<scalar_t>(),
                                   out.mutable_data_ptr<scalar_t>(),

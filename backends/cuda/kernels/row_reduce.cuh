@@ -32,6 +32,29 @@ __device__ __forceinline__ acc_t block_sum(acc_t v, acc_t* scratch) {
   return total;
 }
 
+// Two sums at once (rms_norm_backward's sum of squares and dot product), one barrier:
+// a and b each become their sum over the block. `scratch` holds 2 * kMaxWarps values,
+// with block_sum's contract.
+template <int kMaxWarps, typename acc_t>
+__device__ __forceinline__ void block_sum2(acc_t& a, acc_t& b, acc_t* scratch) {
+  a = warp_sum(a);
+  b = warp_sum(b);
+  if (threadIdx.x % kWarpSize == 0) {
+    scratch[threadIdx.x / kWarpSize] = a;
+    scratch[kMaxWarps + threadIdx.x / kWarpSize] = b;
+  }
+  __syncthreads();
+  a = 0;
+  b = 0;
+  const int warps = static_cast<int>(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int w = 0; w < kMaxWarps; ++w)
+    if (w < warps) {
+      a += scratch[w];
+      b += scratch[kMaxWarps + w];
+    }
+}
+
 template <typename acc_t>
 __device__ __forceinline__ acc_t warp_max(acc_t v) {
 #pragma unroll

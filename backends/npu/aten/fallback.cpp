@@ -3,7 +3,9 @@
 // model's missing kernels show up in its log. Refused, with NotImplementedError:
 // - ops that return a view: a CPU copy would not alias the npu tensor;
 // - matrix products and convolutions (kMustRunOnDevice): the hot path of real
-//   models; a silent round trip through the host would hide a missing kernel;
+//   models; a silent round trip through the host would hide a missing kernel (mm,
+//   bmm, addmm and baddbmm have npu kernels, matmul.cpp; their other overloads and
+//   the convolutions do not);
 // - ops outside aten: Backplane never computes its own ops on another device
 //   (a missing backplane kernel is an error that names the op and the backend).
 #include "ops.h"

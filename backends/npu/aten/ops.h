@@ -28,6 +28,14 @@ at::Scalar local_scalar_dense(const at::Tensor& self);
 at::Tensor& fill_(at::Tensor& self, const at::Scalar& value);
 at::Tensor& zero_(at::Tensor& self);
 
+// matmul.cpp: matrix products run on the device (the fallback refuses them).
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha);
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                   const at::Scalar& beta, const at::Scalar& alpha);
+
 // storage.cpp
 const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size, std::optional<at::MemoryFormat> format);
 at::Tensor& set_storage_(at::Tensor& self, at::Storage source, int64_t storage_offset, at::IntArrayRef size,

@@ -25,6 +25,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", &local_scalar_dense);
   m.impl("fill_.Scalar", &fill_);
   m.impl("zero_", &zero_);
+  m.impl("mm", &mm);
+  m.impl("bmm", &bmm);
+  m.impl("addmm", &addmm);
+  m.impl("baddbmm", &baddbmm);
   m.impl("resize_", &resize_);
   m.impl("set_.source_Storage_storage_offset", &set_storage_);
   m.impl("set_.source_Storage", &at::native::set_);

@@ -4,12 +4,14 @@
 
 #include <backplane/export.h>
 
+#include <backplane/reference_expr.h>
 #include <backplane/registry.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -66,6 +68,17 @@ std::optional<std::string> expect_error(Fn&& fn, const std::string& expected) {
 // `tensor(sizes)`, any other as given or else its schema default.
 BACKPLANE_API std::vector<c10::IValue> op_arguments(const OpDef& op, const OpInputs& inputs,
                                                     const std::function<at::Tensor(at::IntArrayRef)>& tensor);
+
+// The values the op's `reference` gives, one per output: an op returning several tensors
+// takes every value of its reference (a call returning a tuple, or a list [a, b]);
+// otherwise the expression's one value.
+BACKPLANE_API std::vector<c10::IValue> reference_values(const OpDef& op, const ReferenceExpr& reference,
+                                                        const std::map<std::string, c10::IValue>& names);
+
+// The tensors a call of the op produced, from its stack after the call: each new output,
+// or for an op that writes, the written argument (from `args`, the call's arguments).
+BACKPLANE_API std::vector<at::Tensor> op_results(const OpDef& op, const std::vector<c10::IValue>& args,
+                                                 const std::vector<c10::IValue>& returned);
 
 // The op through the dispatcher, as a user's call would reach it.
 BACKPLANE_API c10::OperatorHandle op_handle(const OpDef& op);

@@ -12,6 +12,11 @@
 //   BACKPLANE_KERNEL(KEY, op, fn)          the op returns a new tensor (same_as,
 //                                          broadcast, custom rules):
 //                                          fn(at::Tensor& out, <the op's arguments>)
+//                                          or two (`shape:` a list of two rules, the
+//                                          schema `-> (Tensor, Tensor)`):
+//                                          fn(at::Tensor& out0, at::Tensor& out1, <args>)
+//                                          The leading non-const at::Tensor& parameters
+//                                          are the outputs; inputs are const at::Tensor&.
 //   BACKPLANE_WRITING_KERNEL(KEY, op, fn)  the op writes an argument (in_place, out):
 //                                          fn(<the op's arguments>)
 //
@@ -33,6 +38,9 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 namespace backplane {
 
@@ -82,6 +90,19 @@ at::Tensor new_output_call(Args... args) {
   return out;
 }
 
+// Two outputs: the kernel runs unless both are empty (rms_norm_backward of no rows still
+// gives dweight, zeros), so it must handle empty inputs where one output is not.
+template <OpName Op, auto Compute, typename... Args>
+std::tuple<at::Tensor, at::Tensor> two_output_call(Args... args) {
+  static const OpContract contract(Op.value);
+  std::vector<at::Tensor> outs = contract.new_outputs(boxed(args...));
+  if (outs[0].numel() > 0 || outs[1].numel() > 0) {
+    const c10::OptionalDeviceGuard guard(outs[0].device());
+    Compute(outs[0], outs[1], args...);
+  }
+  return {std::move(outs[0]), std::move(outs[1])};
+}
+
 template <OpName Op, auto Compute, typename... Args>
 void writing_call(Args... args) {
   static const OpContract contract(Op.value);
@@ -91,9 +112,39 @@ void writing_call(Args... args) {
   Compute(args...);
 }
 
+// How many leading parameters of a compute function are outputs (non-const at::Tensor&).
+template <typename Fn>
+struct OutputCount;
+template <typename... Params>
+struct OutputCount<void (*)(Params...)> {
+  static constexpr std::size_t value = [] {
+    constexpr bool is_output[] = {std::is_same_v<Params, at::Tensor&>..., false};
+    std::size_t n = 0;
+    while (is_output[n]) ++n;
+    return n;
+  }();
+};
+
 template <OpName Op, auto Compute, typename... Args>
-constexpr auto new_output_pointer(void (*)(at::Tensor&, Args...)) {
+constexpr auto one_output_pointer(void (*)(at::Tensor&, Args...)) {
   return &new_output_call<Op, Compute, Args...>;
+}
+
+template <OpName Op, auto Compute, typename... Args>
+constexpr auto two_output_pointer(void (*)(at::Tensor&, at::Tensor&, Args...)) {
+  return &two_output_call<Op, Compute, Args...>;
+}
+
+template <OpName Op, auto Compute, typename Fn>
+constexpr auto new_output_pointer(Fn fn) {
+  constexpr std::size_t outputs = OutputCount<Fn>::value;
+  static_assert(outputs == 1 || outputs == 2,
+                "a kernel returning new tensors starts with one or two outputs (at::Tensor&), then the op's "
+                "arguments (const at::Tensor& for tensors)");
+  if constexpr (outputs == 2)
+    return two_output_pointer<Op, Compute>(fn);
+  else
+    return one_output_pointer<Op, Compute>(fn);
 }
 
 template <OpName Op, auto Compute, typename... Args>

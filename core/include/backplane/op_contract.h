@@ -33,6 +33,9 @@ class BACKPLANE_API OpContract {
   // check(), then a new contiguous output of the rule's sizes with the dtype and
   // device of the first Tensor argument. Not for in_place or out rules.
   at::Tensor new_output(c10::ArrayRef<c10::IValue> args) const;
+  // The same for every output of an op returning several tensors (OpDef::extra_outputs):
+  // one new contiguous tensor per return value, each of its own rule's sizes.
+  std::vector<at::Tensor> new_outputs(c10::ArrayRef<c10::IValue> args) const;
 
   // check() for an out rule: out must already have the sizes of `like`. Custom ops
   // cannot resize a mutated argument under torch.compile/export (functionalization
@@ -44,11 +47,13 @@ class BACKPLANE_API OpContract {
 
  private:
   void check_tensors(c10::ArrayRef<c10::IValue> args) const;
+  // Sizes by the rule of output `which` (0: OpDef::shape, then extra_outputs).
+  std::vector<c10::SymInt> rule_sizes(size_t which, c10::ArrayRef<c10::IValue> args) const;
   const OpDef* def_;
   std::string qualified_name_;
   // Argument positions, resolved once: this runs on every call of every kernel.
-  std::vector<int> tensor_positions_;  // def().tensor_args
-  std::vector<int> rule_positions_;    // def().shape.args
+  std::vector<int> tensor_positions_;             // def().tensor_args
+  std::vector<std::vector<int>> rule_positions_;  // the arguments each output's rule names
 };
 
 }  // namespace backplane

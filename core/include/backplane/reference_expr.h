@@ -7,7 +7,8 @@
 //                 | '[' expr, ... ']';  call := ns::op[.overload]( [name=]expr, ... ).
 // A call resolves its overload exactly as written (no overload: the default one) and
 // fills arguments left out from the schema's defaults. A list holds ints (dims, sizes)
-// or tensors (aten::cat's Tensor[]). Limits: no arithmetic, no tuples; a call's first return value is its value.
+// or tensors (aten::cat's Tensor[]). Limits: no arithmetic, no tuples; a call's first
+// return value is its value (evaluate_all gives every one of the outermost call's).
 #pragma once
 
 #include <backplane/export.h>
@@ -17,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace backplane::conformance {
 
@@ -27,6 +29,10 @@ class BACKPLANE_API ReferenceExpr {
   // Evaluates with the op's arguments bound by name. Throws c10::Error or
   // std::invalid_argument (unknown name, op or argument).
   c10::IValue evaluate(const std::map<std::string, c10::IValue>& names) const;
+  // Every value the expression gives: each return value of an outermost call (an op
+  // returning several tensors, such as backplane::rms_norm_backward), each item of an
+  // outermost list ([aten::sin(x), aten::cos(x)]), else the one value evaluate() gives.
+  std::vector<c10::IValue> evaluate_all(const std::map<std::string, c10::IValue>& names) const;
 
   struct Node;
 

@@ -48,7 +48,7 @@ enum class ShapeRuleKind { SameAs, Broadcast, InPlace, Out, Custom };
 
 struct ShapeRule {
   ShapeRuleKind kind = ShapeRuleKind::SameAs;
-  // Arguments the rule names, in the rule's order: SameAs {x}; Broadcast {a, b};
+  // Arguments the rule names, in the rule's order: SameAs {x}; Broadcast {a, b, ...};
   // InPlace {x}; Out {out, like}; Custom {}. InPlace and Out ops return nothing,
   // and an Out op's out must already have the sizes of `like` (never resized).
   std::vector<std::string> args;
@@ -82,11 +82,28 @@ struct BACKPLANE_API OpChecks {
   // the op is checked against its contract only.
   std::string reference;
   SourceLocation reference_where;
+  // What `backplane bench` times beside the op as PyTorch's own (same grammar): PyTorch's
+  // fused op where there is one (aten::rms_norm for rms_norm). Empty: the reference.
+  std::string baseline;
+  SourceLocation baseline_where;
+  const std::string& bench_baseline() const { return baseline.empty() ? reference : baseline; }
   bool exact = false;  // bitwise equal to the reference rounded to the dtype
   std::map<c10::ScalarType, std::pair<double, double>> tolerance;  // (rtol, atol) per dtype, over the defaults
   std::vector<OpInputs> samples;    // each checked in every layout and dtype
   std::vector<OpErrorCase> errors;  // inputs the op must refuse
   std::vector<OpInputs> bench;      // shapes for `backplane bench`
+};
+
+// One entry of `backward:`: the gradient of one Tensor argument, or of several at once.
+struct GradientFormula {
+  // A call in the `reference` grammar over the op's arguments, `grad` and `result`.
+  std::string formula;
+  // The key named several arguments ("x, weight"): the call returns one gradient per
+  // argument, in the key's order (a backward op such as rms_norm_backward computing
+  // dx and dweight in one pass), and this argument's is return value `output`.
+  // A key naming one argument: its gradient is the call's (first) value; output 0.
+  size_t output = 0;
+  size_t outputs = 1;  // how many arguments the key named
 };
 
 struct BACKPLANE_API OpDef {
@@ -98,18 +115,28 @@ struct BACKPLANE_API OpDef {
   std::vector<std::string> arg_names;     // every argument, in schema order
   std::vector<std::string> tensor_args;   // the Tensor arguments, in schema order
   std::vector<c10::Argument> arguments;  // the parsed schema's arguments
-  ShapeRule shape;
+  ShapeRule shape;  // of the (first) output, or of the argument the op writes
+  // Ops returning several tensors: the rules of outputs 1, 2, ... (`shape:` is then a
+  // list with one rule per return value). Empty for every other op.
+  std::vector<ShapeRule> extra_outputs;
   OpChecks checks;
   // `backward:`: for each differentiable Tensor argument, its gradient as a call of
-  // PyTorch ops (the `reference` grammar) over the op's arguments, `grad` (the incoming
-  // gradient) and `result` (the op's output), e.g. {a: grad, b: "aten::mul.Tensor(grad,
-  // a)"}. The core sums each to its input's size (broadcasting). Empty: no derivative,
-  // and backward through the op is an error naming it.
-  std::map<std::string, std::string> backward;
+  // PyTorch ops or registry ops (the `reference` grammar) over the op's arguments,
+  // `grad` (the incoming gradient) and `result` (the op's output), e.g. {a: grad, b:
+  // "aten::mul.Tensor(grad, a)"}, or one call for several arguments ({"x, weight":
+  // "backplane::rms_norm_backward(grad, x, weight, eps)"}). The core sums each to its
+  // input's size (broadcasting). Empty: no derivative, and backward through the op is
+  // an error naming it.
+  std::map<std::string, GradientFormula> backward;
   SourceLocation where;
 
   // Index of an argument in schema order; -1 when there is none of that name.
   int arg_index(std::string_view arg) const;
+  // Whether the op writes an argument (in_place and out rules) rather than returning
+  // new tensors.
+  bool writes() const { return shape.kind == ShapeRuleKind::InPlace || shape.kind == ShapeRuleKind::Out; }
+  // How many new tensors the op returns: 0 for an op that writes, else 1 + extra_outputs.
+  size_t new_outputs() const { return writes() ? 0 : 1 + extra_outputs.size(); }
   bool supports(c10::ScalarType dtype) const;
   // How the op is named everywhere Backplane keys by op (manifests, preferences, the CLI,
   // check results): "add" for the core's ops, "acme::fused_gelu" for a plugin's own.

@@ -92,18 +92,25 @@ Case sample_case(const OpDef& op, const std::optional<ReferenceExpr>& reference,
                                           : nullptr;
             std::vector<c10::IValue> returned = invoke(op, call.args);
 
-            at::Tensor result;
+            std::vector<at::Tensor> results;  // each output, or the written argument
             if (written_pos < 0) {
-              if (returned.size() != 1 || !returned[0].isTensor()) return std::string("the op returned no tensor");
-              result = returned[0].toTensor();
-              if (result.device() != device) {
-                std::ostringstream why;
-                why << "output on " << result.device() << ", expected " << device;
-                return why.str();
+              const size_t n = op.new_outputs();
+              if (returned.size() != n) return "the op returned " + std::to_string(returned.size()) +
+                                               " value(s), expected " + std::to_string(n);
+              for (size_t k = 0; k < n; ++k) {
+                const std::string which = n == 1 ? "output" : "output " + std::to_string(k);
+                if (!returned[k].isTensor()) return which + " is not a tensor";
+                const at::Tensor& result = returned[k].toTensor();
+                if (result.device() != device) {
+                  std::ostringstream why;
+                  why << which << " on " << result.device() << ", expected " << device;
+                  return why.str();
+                }
+                if (!result.is_contiguous()) return which + " is not contiguous";
+                results.push_back(result);
               }
-              if (!result.is_contiguous()) return std::string("output is not contiguous");
             } else {
-              result = call.tensors[written_pos].view;
+              const at::Tensor& result = call.tensors[written_pos].view;
               if (written_ptr && result.data_ptr() != written_ptr)
                 return "'" + written + "' was reallocated, not written in place";
               const at::Tensor& view = call.tensors[written_pos].view;
@@ -112,6 +119,7 @@ Case sample_case(const OpDef& op, const std::optional<ReferenceExpr>& reference,
               if (!bitwise_equal(outside(base.cpu().contiguous(), view, offset),
                                  outside(base_before[written_pos].contiguous(), view, offset)))
                 return "writing '" + written + "' changed memory outside its view";
+              results.push_back(result);
             }
             for (size_t i = 0; i < call.tensors.size(); ++i)
               if (before[i].defined() && static_cast<int>(i) != written_pos &&
@@ -122,12 +130,19 @@ Case sample_case(const OpDef& op, const std::optional<ReferenceExpr>& reference,
             std::map<std::string, c10::IValue> names;
             for (size_t i = 0; i < op.arguments.size(); ++i)
               names[op.arguments[i].name()] = before[i].defined() ? c10::IValue(before[i].to(at::kDouble)) : call.args[i];
-            const c10::IValue value = reference->evaluate(names);
-            if (!value.isTensor()) return std::string("the reference gave no tensor");
-            const at::Tensor expected = value.toTensor().to(dtype).contiguous();
+            const std::vector<c10::IValue> values = reference_values(op, *reference, names);
+            if (values.size() != results.size())
+              return "the reference gave " + std::to_string(values.size()) + " value(s) for " +
+                     std::to_string(results.size()) + " output(s)";
             std::optional<std::pair<double, double>> tol;
             if (auto it = op.checks.tolerance.find(dtype); it != op.checks.tolerance.end()) tol = it->second;
-            return compare(result, expected, op.checks.exact, tol);
+            for (size_t k = 0; k < results.size(); ++k) {
+              if (!values[k].isTensor()) return std::string("the reference gave no tensor");
+              const at::Tensor expected = values[k].toTensor().to(dtype).contiguous();
+              if (auto wrong = compare(results[k], expected, op.checks.exact, tol))
+                return results.size() == 1 ? wrong : "output " + std::to_string(k) + ": " + *wrong;
+            }
+            return std::nullopt;
           }};
 }
 

@@ -120,6 +120,20 @@ std::vector<c10::IValue> op_arguments(const OpDef& op, const OpInputs& inputs,
   return args;
 }
 
+std::vector<c10::IValue> reference_values(const OpDef& op, const ReferenceExpr& reference,
+                                          const std::map<std::string, c10::IValue>& names) {
+  if (op.new_outputs() > 1) return reference.evaluate_all(names);
+  return {reference.evaluate(names)};
+}
+
+std::vector<at::Tensor> op_results(const OpDef& op, const std::vector<c10::IValue>& args,
+                                   const std::vector<c10::IValue>& returned) {
+  if (op.writes()) return {args.at(op.arg_index(op.shape.args[0])).toTensor()};
+  std::vector<at::Tensor> out;
+  for (size_t k = 0; k < op.new_outputs() && k < returned.size(); ++k) out.push_back(returned[k].toTensor());
+  return out;
+}
+
 c10::OperatorHandle op_handle(const OpDef& op) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(op.qualified_name().c_str(), "");
 }

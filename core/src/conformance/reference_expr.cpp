@@ -166,6 +166,8 @@ c10::IValue coerce(const c10::IValue& v, const c10::Argument& arg) {
   return v;
 }
 
+std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string, c10::IValue>& names);
+
 c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& names) {
   switch (node.kind) {
     case Node::Kind::Literal:
@@ -204,6 +206,11 @@ c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& nam
     case Node::Kind::Call:
       break;
   }
+  return eval_call(node, names).front();
+}
+
+// Every return value of a call.
+std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string, c10::IValue>& names) {
   const auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
   if (!handle)
     throw std::invalid_argument("reference calls " + node.name + (node.overload.empty() ? "" : "." + node.overload) +
@@ -234,7 +241,7 @@ c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& nam
   torch::jit::Stack stack(values.begin(), values.end());
   handle->callBoxed(stack);
   if (stack.empty()) throw std::invalid_argument("reference: " + schema.name() + " returns nothing");
-  return stack[0];
+  return stack;
 }
 
 }  // namespace
@@ -247,6 +254,16 @@ ReferenceExpr ReferenceExpr::parse(const std::string& text) {
 
 c10::IValue ReferenceExpr::evaluate(const std::map<std::string, c10::IValue>& names) const {
   return eval(*root_, names);
+}
+
+std::vector<c10::IValue> ReferenceExpr::evaluate_all(const std::map<std::string, c10::IValue>& names) const {
+  if (root_->kind == Node::Kind::Call) return eval_call(*root_, names);
+  if (root_->kind == Node::Kind::List) {
+    std::vector<c10::IValue> items;
+    for (const auto& [_, item] : root_->args) items.push_back(eval(*item, names));
+    return items;
+  }
+  return {eval(*root_, names)};
 }
 
 }  // namespace backplane::conformance

@@ -1,5 +1,7 @@
 // rms_norm(x, weight, eps): weight is 1-D and as long as x's last dimension; x has
 // at least one dimension; eps is finite and >= 0. The output is shaped like x.
+// rms_norm_backward(grad, x, weight, eps): the same, and grad shaped like x; dx is
+// shaped like x (this rule), dweight like weight (the registry's second rule).
 #include "shape_rules.h"
 
 #include <c10/util/Exception.h>
@@ -9,15 +11,26 @@
 namespace backplane {
 
 std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
+  const std::string name = op.qualified_name();
   const at::Tensor& x = args[op.arg_index("x")].toTensor();
   const at::Tensor& weight = args[op.arg_index("weight")].toTensor();
   const double eps = args[op.arg_index("eps")].toDouble();
-  TORCH_CHECK_VALUE(x.dim() >= 1, "backplane::rms_norm: x must have at least 1 dimension, found a 0-d tensor");
+  TORCH_CHECK_VALUE(x.dim() >= 1, name, ": x must have at least 1 dimension, found a 0-d tensor");
   TORCH_CHECK_VALUE(weight.dim() == 1 && weight.sym_size(0).sym_eq(x.sym_size(-1)).expect_true(__FILE__, __LINE__),
-                    "backplane::rms_norm: weight must have sizes [", x.sym_size(-1), "] (x's last dimension), found ",
+                    name, ": weight must have sizes [", x.sym_size(-1), "] (x's last dimension), found ",
                     weight.sym_sizes());
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0, "backplane::rms_norm: eps must be finite and >= 0, found ", eps);
+  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0, name, ": eps must be finite and >= 0, found ", eps);
   return x.sym_sizes().vec();
+}
+
+std::vector<c10::SymInt> rms_norm_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
+  const at::Tensor& grad = args[op.arg_index("grad")].toTensor();
+  const at::Tensor& x = args[op.arg_index("x")].toTensor();
+  bool same = grad.dim() == x.dim();
+  for (int64_t d = 0; same && d < x.dim(); ++d) same = grad.sym_size(d).sym_eq(x.sym_size(d)).expect_true(__FILE__, __LINE__);
+  TORCH_CHECK_VALUE(same, op.qualified_name(), ": grad must have x's sizes ", x.sym_sizes(), ", found ",
+                    grad.sym_sizes());
+  return rms_norm_shape(op, args);
 }
 
 }  // namespace backplane

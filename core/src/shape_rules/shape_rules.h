@@ -25,6 +25,7 @@ std::vector<std::string> custom_shape_rule_names();
 // The rules themselves, one file each.
 std::vector<c10::SymInt> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
+std::vector<c10::SymInt> rms_norm_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 std::vector<c10::SymInt> rotary_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 
 }  // namespace backplane

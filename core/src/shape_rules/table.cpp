@@ -8,6 +8,7 @@ const std::map<std::string, CustomShapeRule>& rules() {
   static const std::map<std::string, CustomShapeRule> table = {
       {"crop", &crop_shape},
       {"rms_norm", &rms_norm_shape},
+      {"rms_norm_backward", &rms_norm_backward_shape},
       {"rotary", &rotary_shape},
   };
   return table;

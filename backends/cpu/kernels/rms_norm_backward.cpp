@@ -1,0 +1,81 @@
+// rms_norm_backward: with r = 1 / sqrt(mean(x^2) + eps) per row,
+//   dx = r * grad * w - x * r^3 * mean(grad * w * x)
+//   dweight = sum over rows of grad * x * r
+// in opmath (float for float16/bfloat16): each row's two sums in one pass, dx in a
+// second pass over the same (cached) row. Rows are split into one chunk per thread;
+// each chunk sums its dweight in its own float row, and the chunks are added in a fixed
+// order, so results do not depend on timing. Rows of x and grad may have any leading
+// strides (RowIndexer); a row that is not unit-stride is read through a contiguous copy.
+#include "../kernel_variants.h"
+#include "row_indexer.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+
+#include <cmath>
+#include <vector>
+
+namespace backplane::cpu::CPU_CAPABILITY {
+namespace {
+
+template <typename scalar_t>
+void backward_rows(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, const at::Tensor& x,
+                   const at::Tensor& weight, double eps) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t n = x.size(-1);
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  const at::Tensor w = weight.to(c10::CppTypeToScalarType<acc_t>::value).contiguous();
+  const acc_t* w_data = w.const_data_ptr<acc_t>();
+  const RowIndexer rows_of_x(x), rows_of_grad(grad);
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  const scalar_t* g_data = grad.const_data_ptr<scalar_t>();
+  scalar_t* dx_data = dx.mutable_data_ptr<scalar_t>();
+  const acc_t eps_acc = static_cast<acc_t>(eps);
+
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
+  const at::Tensor partial = at::zeros({chunks, n}, w.options());
+  acc_t* partial_data = partial.mutable_data_ptr<acc_t>();
+  at::parallel_for(0, chunks, 1, [&](int64_t first_chunk, int64_t end_chunk) {
+    std::vector<acc_t> xr(n), gr(n);  // the row in opmath
+    for (int64_t c = first_chunk; c < end_chunk; ++c) {
+      acc_t* dw = partial_data + c * n;
+      for (int64_t r = c * rows / chunks; r < (c + 1) * rows / chunks; ++r) {
+        const scalar_t* xs = x_data + rows_of_x.offset(r);
+        const scalar_t* gs = g_data + rows_of_grad.offset(r);
+        const int64_t xstep = x.stride(-1), gstep = grad.stride(-1);
+        acc_t squares = 0, dot = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          xr[i] = static_cast<acc_t>(xs[i * xstep]);
+          gr[i] = static_cast<acc_t>(gs[i * gstep]);
+          squares += xr[i] * xr[i];
+          dot += gr[i] * w_data[i] * xr[i];
+        }
+        const acc_t rstd = acc_t(1) / std::sqrt(squares / static_cast<acc_t>(n) + eps_acc);
+        const acc_t c3 = rstd * rstd * rstd * dot / static_cast<acc_t>(n);
+        scalar_t* out = dx_data + r * n;
+        for (int64_t i = 0; i < n; ++i) {
+          out[i] = static_cast<scalar_t>(rstd * gr[i] * w_data[i] - xr[i] * c3);
+          dw[i] += gr[i] * xr[i] * rstd;
+        }
+      }
+    }
+  });
+  // Chunks added in order: the same sums on every run.
+  const at::Tensor summed = partial.sum(0);
+  dweight.copy_(summed);
+}
+
+}  // namespace
+
+void rms_norm_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, const at::Tensor& x,
+                       const at::Tensor& weight, double eps) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_rms_norm_backward",
+                                  [&] { backward_rows<scalar_t>(dx, dweight, grad, x, weight, eps); });
+}
+
+}  // namespace backplane::cpu::CPU_CAPABILITY
+
+BACKPLANE_CPU_KERNEL(rms_norm_backward, rms_norm_backward)

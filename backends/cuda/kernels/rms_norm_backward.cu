@@ -1,0 +1,273 @@
+// rms_norm_backward: with r = 1 / sqrt(mean(x^2) + eps) per row,
+//   dx = r * grad * w - x * r^3 * mean(grad * w * x)
+//   dweight = sum over rows of grad * x * r
+// summed in float for float16/bfloat16/float32 and in double for float64.
+//
+// One pass over x and grad (the fewest bytes: read x and grad, write dx), then a small
+// second kernel for dweight:
+// - rows kernel: a block per row, grid-stride over rows with a grid of the blocks that
+//   fit on the device at once. Each thread loads its kVecs 16-byte vectors of the row of
+//   x and of grad at once and keeps them in registers; one barrier gives the block both
+//   sums (squares, grad * w * x); dx is stored from the registers. Each thread also
+//   sums grad * x * r for its own columns over every row its block takes, and the block
+//   writes those sums as its row of `partial` ([blocks, n], float or double).
+//   Needs unit-stride rows of whole vectors, 16-byte aligned (x, grad, weight, dx), and
+//   at most kMaxThreads * kMaxVecs vectors a row (8192 float32, 16384 bfloat16).
+// - strided rows kernel (anything else): a block per row, scalar loads through any
+//   strides, two passes over the row; each thread adds its columns' terms to the
+//   block's row of `partial` in global memory (no other thread writes those columns).
+// - column sums: dweight[j] = sum over blocks of partial[b][j], rounded once, in a fixed
+//   order, so the result does not depend on timing.
+// Rows may have any strides in their leading dimensions (RowIndexer); dx is contiguous.
+#include "launch_config.cuh"
+#include "row_indexer.cuh"
+#include "row_reduce.cuh"
+#include "vector_access.cuh"
+
+#include <backplane/kernel.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <array>
+#include <type_traits>
+
+namespace backplane::cuda {
+namespace {
+
+constexpr int kMaxThreads = 512;
+constexpr int kMaxWarps = kMaxThreads / kWarpSize;
+constexpr int kMaxVecs = 4;  // per thread; more would spill (x, grad and the dweight sums live in registers)
+
+template <typename scalar_t>
+struct BackwardParams {
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* grad;
+  const scalar_t* x;
+  const scalar_t* w;
+  scalar_t* dx;
+  acc_t* partial;  // [gridDim.x, n]
+  RowIndexer rows_of_grad;
+  RowIndexer rows_of_x;
+  int64_t rows;
+  int64_t n;
+  int64_t grad_stride;  // along a row (strided kernel only)
+  int64_t x_stride;
+  int64_t w_stride;
+  acc_t eps;
+};
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t inv_rms(acc_t sum_squares, int64_t n, acc_t eps) {
+  const acc_t mean = sum_squares / static_cast<acc_t>(n) + eps;
+  if constexpr (std::is_same_v<acc_t, double>)
+    return 1.0 / ::sqrt(mean);
+  else
+    return 1.0f / ::sqrtf(mean);
+}
+
+template <typename scalar_t, int kVecs>
+__global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar_t> p) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using vec_t = Vec16<scalar_t>;
+  constexpr int V = kVectorWidth<scalar_t>;
+  __shared__ acc_t scratch[2][2 * kMaxWarps];
+  const int nvec = static_cast<int>(p.n / V);
+  const auto* w = reinterpret_cast<const vec_t*>(p.w);
+  acc_t dw[kVecs][V];
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int e = 0; e < V; ++e) dw[k][e] = 0;
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.offset(r));
+    const auto* g = reinterpret_cast<const vec_t*>(p.grad + p.rows_of_grad.offset(r));
+    vec_t xr[kVecs], gr[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j < nvec) {
+        xr[k] = x[j];
+        gr[k] = g[j];
+      }
+    }
+    acc_t squares = 0, dot = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j >= nvec) continue;
+      const vec_t wv = w[j];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const acc_t xe = static_cast<acc_t>(xr[k].v[e]);
+        squares += xe * xe;
+        dot += static_cast<acc_t>(gr[k].v[e]) * static_cast<acc_t>(wv.v[e]) * xe;
+      }
+    }
+    block_sum2<kMaxWarps>(squares, dot, scratch[parity]);
+    parity ^= 1;
+    const acc_t rstd = inv_rms(squares, p.n, p.eps);
+    const acc_t c3 = rstd * rstd * rstd * dot / static_cast<acc_t>(p.n);
+    auto* dx = reinterpret_cast<vec_t*>(p.dx + r * p.n);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j >= nvec) continue;
+      const vec_t wv = w[j];
+      vec_t out;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const acc_t xe = static_cast<acc_t>(xr[k].v[e]), ge = static_cast<acc_t>(gr[k].v[e]);
+        out.v[e] = static_cast<scalar_t>(rstd * ge * static_cast<acc_t>(wv.v[e]) - xe * c3);
+        dw[k][e] += ge * xe * rstd;
+      }
+      dx[j] = out;
+    }
+  }
+  acc_t* partial = p.partial + blockIdx.x * p.n;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int j = threadIdx.x + k * blockDim.x;
+    if (j >= nvec) continue;
+#pragma unroll
+    for (int e = 0; e < V; ++e) partial[j * V + e] = dw[k][e];
+  }
+}
+
+template <typename scalar_t>
+__global__ void __launch_bounds__(kMaxThreads) strided_rows_kernel(BackwardParams<scalar_t> p) {
+  using acc_t = at::opmath_type<scalar_t>;
+  __shared__ acc_t scratch[2][2 * kMaxWarps];
+  acc_t* partial = p.partial + blockIdx.x * p.n;
+  for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) partial[i] = 0;
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const scalar_t* x = p.x + p.rows_of_x.offset(r);
+    const scalar_t* g = p.grad + p.rows_of_grad.offset(r);
+    acc_t squares = 0, dot = 0;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const acc_t xe = static_cast<acc_t>(x[i * p.x_stride]);
+      squares += xe * xe;
+      dot += static_cast<acc_t>(g[i * p.grad_stride]) * static_cast<acc_t>(p.w[i * p.w_stride]) * xe;
+    }
+    block_sum2<kMaxWarps>(squares, dot, scratch[parity]);
+    parity ^= 1;
+    const acc_t rstd = inv_rms(squares, p.n, p.eps);
+    const acc_t c3 = rstd * rstd * rstd * dot / static_cast<acc_t>(p.n);
+    scalar_t* dx = p.dx + r * p.n;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const acc_t xe = static_cast<acc_t>(x[i * p.x_stride]), ge = static_cast<acc_t>(g[i * p.grad_stride]);
+      dx[i] = static_cast<scalar_t>(rstd * ge * static_cast<acc_t>(p.w[i * p.w_stride]) - xe * c3);
+      partial[i] += ge * xe * rstd;
+    }
+  }
+}
+
+// dweight[j] = sum over b < blocks of partial[b][j]: 32 columns a block, each summed by 8
+// threads (b = ty, ty + 8, ...), then in a fixed order through shared memory.
+constexpr int kColumns = 32;
+constexpr int kSlices = 8;
+
+template <typename scalar_t, typename acc_t>
+__global__ void __launch_bounds__(kColumns* kSlices)
+    column_sums_kernel(const acc_t* partial, int64_t blocks, int64_t n, scalar_t* dweight, int64_t dweight_stride) {
+  __shared__ acc_t sums[kSlices][kColumns + 1];
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
+  acc_t s = 0;
+  if (j < n)
+    for (int64_t b = threadIdx.y; b < blocks; b += kSlices) s += partial[b * n + j];
+  sums[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < n) {
+    acc_t total = 0;
+#pragma unroll
+    for (int t = 0; t < kSlices; ++t) total += sums[t][threadIdx.x];
+    dweight[j * dweight_stride] = static_cast<scalar_t>(total);
+  }
+}
+
+int round_up_to_warps(int64_t threads) {
+  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
+}
+
+// Runs a rows kernel with a grid of the blocks that fit on the device at once (cached
+// per kernel, thread count and device); returns its blocks' dweight sums ([blocks, n]).
+template <auto Kernel, typename scalar_t>
+at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor& x, cudaStream_t stream) {
+  using acc_t = at::opmath_type<scalar_t>;
+  static std::array<PerDeviceCache, kMaxThreads / kWarpSize + 1> resident;
+  const int64_t grid =
+      std::min<int64_t>(p.rows, resident_blocks(resident.at(threads / kWarpSize), x.device().index(), Kernel, threads));
+  at::Tensor partial = at::empty({grid, p.n}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  p.partial = partial.mutable_data_ptr<acc_t>();
+  Kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return partial;
+}
+
+template <typename scalar_t>
+void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, const at::Tensor& x,
+                     const at::Tensor& weight, double eps) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr std::string_view op = "backplane::rms_norm_backward";
+  constexpr int64_t V = kVectorWidth<scalar_t>;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int64_t n = x.size(-1);
+  const int64_t rows = x.numel() / n;
+  if (rows == 0) {  // no rows: every dweight sum is empty
+    dweight.zero_();
+    return;
+  }
+  const StridedLayout<1> x_rows = row_layout(op, x), grad_rows = row_layout(op, grad);
+  BackwardParams<scalar_t> p{grad.const_data_ptr<scalar_t>(),
+                             x.const_data_ptr<scalar_t>(),
+                             weight.const_data_ptr<scalar_t>(),
+                             dx.mutable_data_ptr<scalar_t>(),
+                             nullptr,
+                             RowIndexer(grad_rows),
+                             RowIndexer(x_rows),
+                             rows,
+                             n,
+                             grad.stride(-1),
+                             x.stride(-1),
+                             weight.stride(0),
+                             static_cast<acc_t>(eps)};
+  const int64_t nvec = n / V;
+  at::Tensor partial;
+  const bool vectors = rows_are_vectors<scalar_t>(x, x_rows) && rows_are_vectors<scalar_t>(grad, grad_rows) &&
+                       weight.stride(0) == 1 && is_vector_aligned(weight.const_data_ptr()) &&
+                       is_vector_aligned(dx.const_data_ptr()) && nvec <= kMaxThreads * kMaxVecs;
+  if (!vectors) {
+    const int threads = static_cast<int>(std::min<int64_t>(kMaxThreads, round_up_to_warps(n)));
+    partial = launch_rows<strided_rows_kernel<scalar_t>>(p, threads, x, stream);
+  } else if (nvec <= kMaxThreads) {
+    partial = launch_rows<rows_kernel<scalar_t, 1>>(p, std::max(kWarpSize, round_up_to_warps(nvec)), x, stream);
+  } else if (nvec <= 2 * kMaxThreads) {
+    partial = launch_rows<rows_kernel<scalar_t, 2>>(p, round_up_to_warps((nvec + 1) / 2), x, stream);
+  } else {
+    partial = launch_rows<rows_kernel<scalar_t, kMaxVecs>>(p, round_up_to_warps((nvec + kMaxVecs - 1) / kMaxVecs), x,
+                                                           stream);
+  }
+  // `partial` may be freed when this returns: the caching allocator reuses its memory
+  // only for work queued after the column sums on this stream.
+  const dim3 block(kColumns, kSlices);
+  column_sums_kernel<scalar_t, acc_t><<<static_cast<unsigned>((n + kColumns - 1) / kColumns), block, 0, stream>>>(
+      partial.const_data_ptr<acc_t>(), partial.size(0), n, dweight.mutable_data_ptr<scalar_t>(), dweight.stride(0));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void rms_norm_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, const at::Tensor& x,
+                       const at::Tensor& weight, double eps) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_rms_norm_backward_cuda",
+                                  [&] { launch_backward<scalar_t>(dx, dweight, grad, x, weight, eps); });
+}
+
+}  // namespace backplane::cuda
+
+BACKPLANE_KERNEL(CUDA, rms_norm_backward, backplane::cuda::rms_norm_backward)

@@ -1,0 +1,50 @@
+// silu_mul_backward: with s = sigmoid(gate), dgate = grad * up * s * (1 + gate * (1 - s))
+// and dup = grad * gate * s, at the broadcast shape of grad, gate and up, in opmath
+// (float for float16 and bfloat16), each rounded once. One pass: three inputs read and
+// two outputs written per element (elementwise.cuh with two outputs), so aligned
+// contiguous operands take the 16-byte vector path; strided and broadcast ones are read
+// in place through their strides.
+#include "elementwise.cuh"
+
+#include <backplane/kernel.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAStream.h>
+
+namespace backplane::cuda {
+namespace {
+
+template <typename scalar_t>
+struct SiluMulBackwardOp {
+  using opmath_t = at::opmath_type<scalar_t>;
+  __device__ __forceinline__ Outputs<scalar_t, 2> operator()(scalar_t grad, scalar_t gate, scalar_t up) const {
+    const opmath_t g = static_cast<opmath_t>(grad), x = static_cast<opmath_t>(gate), u = static_cast<opmath_t>(up);
+    const opmath_t s = opmath_t(1) / (opmath_t(1) + ::exp(-x));
+    Outputs<scalar_t, 2> r;
+    r[0] = static_cast<scalar_t>(g * u * s * (opmath_t(1) + x * (opmath_t(1) - s)));
+    r[1] = static_cast<scalar_t>(g * x * s);
+    return r;
+  }
+};
+
+}  // namespace
+
+void silu_mul_backward(at::Tensor& dgate, at::Tensor& dup, const at::Tensor& grad, const at::Tensor& gate,
+                       const at::Tensor& up) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dgate.scalar_type(), "backplane_silu_mul_backward_cuda", [&] {
+    const auto grad_strides = broadcast_strides(grad, dgate.sizes());
+    const auto gate_strides = broadcast_strides(gate, dgate.sizes());
+    const auto up_strides = broadcast_strides(up, dgate.sizes());
+    launch_elementwise_outputs<scalar_t, 2, 3>(
+        "backplane::silu_mul_backward", dgate.device().index(), at::cuda::getCurrentCUDAStream(), dgate.sizes(),
+        {dgate.mutable_data_ptr<scalar_t>(), dup.mutable_data_ptr<scalar_t>()}, {dgate.strides(), dup.strides()},
+        {grad.const_data_ptr<scalar_t>(), gate.const_data_ptr<scalar_t>(), up.const_data_ptr<scalar_t>()},
+        {c10::ArrayRef<int64_t>(grad_strides), c10::ArrayRef<int64_t>(gate_strides), c10::ArrayRef<int64_t>(up_strides)},
+        SiluMulBackwardOp<scalar_t>{});
+  });
+}
+
+}  // namespace backplane::cuda
+
+BACKPLANE_KERNEL(CUDA, silu_mul_backward, backplane::cuda::silu_mul_backward)
