@@ -4,6 +4,7 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
 #include <utility>
@@ -172,17 +173,40 @@ std::vector<c10::SymInt> OpContract::rule_sizes(size_t which, c10::ArrayRef<c10:
 }
 
 at::Tensor OpContract::new_output(c10::ArrayRef<c10::IValue> args) const {
-  const std::vector<c10::SymInt> sizes = check(args);
-  const at::Tensor& first = args[tensor_positions_[0]].toTensor();
-  return at::empty_symint(sizes, first.options().memory_format(c10::MemoryFormat::Contiguous));
+  return allocate(0, check(args), args);
 }
 
 std::vector<at::Tensor> OpContract::new_outputs(c10::ArrayRef<c10::IValue> args) const {
   std::vector<at::Tensor> outs{new_output(args)};
-  const at::Tensor& first = args[tensor_positions_[0]].toTensor();
   for (size_t which = 1; which <= def_->extra_outputs.size(); ++which)
-    outs.push_back(at::empty_symint(rule_sizes(which, args), first.options().memory_format(c10::MemoryFormat::Contiguous)));
+    outs.push_back(allocate(which, rule_sizes(which, args), args));
   return outs;
+}
+
+const at::Tensor* OpContract::layout_source(size_t which, c10::SymIntArrayRef sizes,
+                                           c10::ArrayRef<c10::IValue> args) const {
+  const ShapeRule& rule = which == 0 ? def_->shape : def_->extra_outputs[which - 1];
+  if (rule.kind != ShapeRuleKind::Broadcast) return nullptr;
+  for (int pos : rule_positions_[which]) {
+    const at::Tensor& t = args[pos].toTensor();
+    if (t.dim() != static_cast<int64_t>(sizes.size())) continue;
+    bool same = true;
+    for (int64_t d = 0; same && d < t.dim(); ++d) same = TORCH_GUARD_OR_FALSE(t.sym_size(d).sym_eq(sizes[d]));
+    if (same) return &t;
+  }
+  return nullptr;
+}
+
+at::Tensor OpContract::allocate(size_t which, const std::vector<c10::SymInt>& sizes,
+                                c10::ArrayRef<c10::IValue> args) const {
+  const at::Tensor& first = args[tensor_positions_[0]].toTensor();
+  // A broadcast (elementwise) output follows a dense permuted input, as TensorIterator
+  // lays out aten's: a transposed input gives a transposed output, and the kernel reads
+  // and writes memory in one linear order.
+  if (const at::Tensor* like = layout_source(which, sizes, args))
+    if (!like->is_contiguous() && like->is_non_overlapping_and_dense())
+      return at::empty_strided_symint(sizes, like->sym_strides(), first.options());
+  return at::empty_symint(sizes, first.options().memory_format(c10::MemoryFormat::Contiguous));
 }
 
 }  // namespace backplane

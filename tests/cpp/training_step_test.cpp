@@ -5,8 +5,7 @@
 // (the registry's `backward:` formulas); every parameter's gradient must match the
 // twin's, and an AdamW step must lower the loss. Runs on each backend of
 // BACKPLANE_TEST_BACKENDS (default cpu) whose device is here and that implements the
-// ops; npu is skipped: it has no matrix product, and refuses one rather than run it on
-// the host. CTest runs each backend in a process of its own (tests/CMakeLists.txt: a
+// ops (npu too: its matrix products run on its own kernels). CTest runs each backend in a process of its own (tests/CMakeLists.txt: a
 // registered PrivateUse1 device breaks CUDA backward in the same process).
 #include <backplane/conformance.h>
 #include <backplane/loader.h>
@@ -66,15 +65,18 @@ struct AtenOps : Ops {
   }
 };
 
+// Made on `device` (drawn on the CPU, then moved): Module::to would set_data across
+// TensorImpl types, which libtorch refuses for PrivateUse1 tensors (Python's Module.to
+// replaces such parameters instead).
 struct Block : torch::nn::Module {
-  explicit Block(const Ops& ops) : ops(ops) {
+  Block(const Ops& ops, c10::Device device) : ops(ops) {
     torch::manual_seed(0);
-    norm = register_parameter("norm", torch::ones({kDim}) + 0.1 * torch::randn({kDim}));
-    gate_up = register_parameter("gate_up", torch::randn({2 * kHidden, kDim}) / std::sqrt(double(kDim)));
-    down = register_parameter("down", torch::randn({kDim, kHidden}) / std::sqrt(double(kHidden)));
+    norm = register_parameter("norm", (torch::ones({kDim}) + 0.1 * torch::randn({kDim})).to(device));
+    gate_up = register_parameter("gate_up", (torch::randn({2 * kHidden, kDim}) / std::sqrt(double(kDim))).to(device));
+    down = register_parameter("down", (torch::randn({kDim, kHidden}) / std::sqrt(double(kHidden))).to(device));
     const at::Tensor angles = torch::outer(torch::arange(kSeq, torch::kFloat), torch::rand({kDim / 2}));
-    cos = register_buffer("cos", angles.cos());
-    sin = register_buffer("sin", angles.sin());
+    cos = register_buffer("cos", angles.cos().to(device));
+    sin = register_buffer("sin", angles.sin().to(device));
   }
 
   at::Tensor forward(const at::Tensor& x) {
@@ -100,16 +102,13 @@ TEST_P(TrainingStep, GradientsMatchAtenAndAdamWLowersTheLoss) {
   std::string why;
   const auto device = conformance::device_for_key(record.dispatch_key, &why);
   if (!device) GTEST_SKIP() << "backend '" << backend << "': " << why;
-  if (record.dispatch_key == "PrivateUse1") GTEST_SKIP() << "npu has no matrix product (it refuses aten::mm)";
   for (const char* name : {"rms_norm", "silu_mul", "add", "rotary"})
     if (std::find(record.ops.begin(), record.ops.end(), name) == record.ops.end())
       GTEST_SKIP() << name << ": not implemented on " << backend;
 
   BackplaneOps backplane_ops;
   AtenOps aten_ops;
-  Block ours(backplane_ops), twin(aten_ops);
-  ours.to(*device);
-  twin.to(*device);
+  Block ours(backplane_ops, *device), twin(aten_ops, *device);
   torch::optim::AdamW optimizer(ours.parameters(), torch::optim::AdamWOptions(1e-2));
 
   torch::manual_seed(1);

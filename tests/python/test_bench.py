@@ -108,7 +108,8 @@ def test_unknown_names_are_refused_naming_the_known_ones():
 def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
     out = tmp_path / "b.json"
     done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "mul", "--dtypes", "float32",
-                           "--repetitions", "2", "--json", str(out)], capture_output=True, text=True, timeout=300)
+                           "--shapes", "1M_elements,1M_transposed", "--repetitions", "2", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "mul/cpu/1M_elements_float32" in done.stdout and "x reference" in done.stdout
     assert {r.impl for r in bench.rows(bench.load(out))} == {"backplane", "reference", "copy_"}

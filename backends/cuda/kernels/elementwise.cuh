@@ -213,21 +213,19 @@ bool as_vectors(StridedLayout<N>& layout, const std::array<const void*, N>& ptrs
 }
 
 template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
-void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
+void launch_strided(cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
                     const OutPtrArray<scalar_t, NOUT>& out, const PtrArray<scalar_t, NIN>& in, Func f) {
   constexpr int N = NOUT + NIN;
   const int64_t n = layout.numel();
+  // One tile per block, as the vectorized path: on an H100 a resident-blocks grid looping
+  // grid-stride left a sliced (stride 2) float32 add at 0.95x torch.add (bench/RESULTS.md).
+  const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, kMaxGridBlocks);
   if (layout.fits_32bit()) {
-    static PerDeviceCache cache;
-    const auto kernel = strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func>;
-    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
-    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
         f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
   } else {
-    static PerDeviceCache cache;
-    const auto kernel = strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func>;
-    const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, resident_blocks(cache, device, kernel, kBlockThreads));
-    kernel<<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, int64_t>(layout), n);
+    strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+        f, out, in, OffsetCalculator<N, int64_t>(layout), n);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -278,9 +276,9 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
   for (int o = 0; o < NOUT; ++o) ptrs[o] = out[o];
   for (int k = 0; k < NIN; ++k) ptrs[NOUT + k] = in[k];
   if (as_vectors<scalar_t, N>(layout, ptrs))
-    launch_strided<scalar_t, kVectorWidth<scalar_t>, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
+    launch_strided<scalar_t, kVectorWidth<scalar_t>, NOUT, NIN>(stream, layout, out_ptrs, in_ptrs, f);
   else
-    launch_strided<scalar_t, 1, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
+    launch_strided<scalar_t, 1, NOUT, NIN>(stream, layout, out_ptrs, in_ptrs, f);
 }
 
 // One output: f returns a scalar_t.

@@ -1,9 +1,19 @@
-// softmax over the last dimension: one 256-thread block per row, three passes over
-// the row (max, sum of exp(x - max), write), accumulated in float (double for
-// float64); the second and third passes mostly read from L2. A non-contiguous x is made
-// contiguous first (one copy). Limits: a simple kernel, not yet tuned (no warp-per-row
-// path for short rows, no single-read path for rows that fit in registers).
+// softmax over the last dimension, accumulated in float (double for float64).
+//
+// Two kernels, picked per call:
+// - register rows: a block per row, grid-stride over rows. Each thread loads its kVecs
+//   16-byte vectors of the row at once and keeps them in registers, so x is read from
+//   memory once: block max, block sum of exp, then exp again, scaled, stored. Needs
+//   contiguous rows of whole vectors, 16-byte aligned, and at most kMaxThreads * kMaxVecs
+//   vectors (32768 float32 or bfloat16: a 32000-word vocabulary row fits). Up to 1024 threads a row, so a few long rows (decode-time logits) still
+//   keep many loads in flight on each multiprocessor they occupy.
+// - three passes (anything else: longer rows, odd lengths, misaligned rows): one
+//   256-thread block per row, max, sum of exp(x - max), then write; the second and third
+//   passes mostly read from L2.
+// A non-contiguous x is made contiguous first (one copy).
+#include "launch_config.cuh"
 #include "row_reduce.cuh"
+#include "vector_access.cuh"
 
 #include <backplane/kernel.h>
 
@@ -12,17 +22,87 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <array>
+#include <type_traits>
+
 namespace backplane::cuda {
 namespace {
 
-constexpr int kSoftmaxThreads = 256;
-constexpr int kSoftmaxWarps = kSoftmaxThreads / kWarpSize;
+constexpr int kThreePassThreads = 256;
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxWarps = kMaxThreads / kWarpSize;
+// 16-byte vectors a thread holds: 8 float32 (32 registers); 4 of the others, whose
+// conversion to opmath needs more (8 spilled registers at 1024 threads).
+template <typename scalar_t>
+constexpr int kMaxVecs = std::is_same_v<scalar_t, float> ? 8 : 4;
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t exp_of(acc_t v) {
+  if constexpr (std::is_same_v<acc_t, double>)
+    return ::exp(v);
+  else
+    return ::expf(v);
+}
+
+template <typename scalar_t, int kVecs>
+__global__ void __launch_bounds__(kMaxThreads)
+    register_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t rows, int64_t n) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using vec_t = Vec16<scalar_t>;
+  constexpr int V = kVectorWidth<scalar_t>;
+  __shared__ acc_t scratch[2][kMaxWarps];
+  const int nvec = static_cast<int>(n / V);
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const auto* xr = reinterpret_cast<const vec_t*>(x + r * n);
+    vec_t loaded[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j < nvec) loaded[k] = xr[j];
+    }
+    acc_t local_max = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (threadIdx.x + k * blockDim.x >= nvec) continue;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const acc_t v = static_cast<acc_t>(loaded[k].v[e]);
+        local_max = (v > local_max || v != v) ? v : local_max;
+      }
+    }
+    const acc_t max = block_max<kMaxWarps>(local_max, scratch[parity]);
+    parity ^= 1;
+    // exp is computed twice (sum, then store) rather than held: holding opmath values
+    // beside the loaded ones spilled registers at 1024 threads.
+    acc_t local_sum = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (threadIdx.x + k * blockDim.x >= nvec) continue;
+#pragma unroll
+      for (int e = 0; e < V; ++e) local_sum += exp_of(static_cast<acc_t>(loaded[k].v[e]) - max);
+    }
+    const acc_t inv = acc_t(1) / block_sum<kMaxWarps>(local_sum, scratch[parity]);
+    parity ^= 1;
+    auto* yr = reinterpret_cast<vec_t*>(y + r * n);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j >= nvec) continue;
+      vec_t out;
+#pragma unroll
+      for (int e = 0; e < V; ++e) out.v[e] = static_cast<scalar_t>(exp_of(static_cast<acc_t>(loaded[k].v[e]) - max) * inv);
+      yr[j] = out;
+    }
+  }
+}
 
 template <typename scalar_t>
-__global__ void __launch_bounds__(kSoftmaxThreads)
-    softmax_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
+__global__ void __launch_bounds__(kThreePassThreads)
+    three_pass_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
   using acc_t = at::opmath_type<scalar_t>;
-  __shared__ acc_t scratch[2][kSoftmaxWarps];
+  constexpr int kWarps = kThreePassThreads / kWarpSize;
+  __shared__ acc_t scratch[2][kWarps];
   const scalar_t* xr = x + static_cast<int64_t>(blockIdx.x) * n;
   scalar_t* yr = y + static_cast<int64_t>(blockIdx.x) * n;
   acc_t local_max = -INFINITY;
@@ -30,12 +110,55 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     const acc_t v = static_cast<acc_t>(xr[i]);
     local_max = (v > local_max || v != v) ? v : local_max;
   }
-  const acc_t max = block_max<kSoftmaxWarps>(local_max, scratch[0]);
+  const acc_t max = block_max<kWarps>(local_max, scratch[0]);
   acc_t local_sum = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) local_sum += ::exp(static_cast<acc_t>(xr[i]) - max);
-  const acc_t inv = acc_t(1) / block_sum<kSoftmaxWarps>(local_sum, scratch[1]);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) local_sum += exp_of(static_cast<acc_t>(xr[i]) - max);
+  const acc_t inv = acc_t(1) / block_sum<kWarps>(local_sum, scratch[1]);
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    yr[i] = static_cast<scalar_t>(::exp(static_cast<acc_t>(xr[i]) - max) * inv);
+    yr[i] = static_cast<scalar_t>(exp_of(static_cast<acc_t>(xr[i]) - max) * inv);
+}
+
+int round_up_to_warps(int64_t threads) {
+  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
+}
+
+// A grid of the blocks resident at once (cached per kernel, thread count and device),
+// at most one per row.
+template <typename scalar_t, int kVecs>
+void launch_register_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t n, int64_t nvec,
+                          c10::DeviceIndex device, cudaStream_t stream) {
+  static std::array<PerDeviceCache, kMaxThreads / kWarpSize + 1> resident;
+  const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
+  const auto kernel = register_rows_kernel<scalar_t, kVecs>;
+  const int64_t grid =
+      std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize), device, kernel, threads));
+  kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(x, y, rows, n);
+}
+
+template <typename scalar_t>
+void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t n) {
+  constexpr int V = kVectorWidth<scalar_t>;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const scalar_t* x = xc.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  const int64_t nvec = n / V;
+  const bool vectors =
+      n % V == 0 && is_vector_aligned(x) && is_vector_aligned(y) && nvec <= kMaxThreads * kMaxVecs<scalar_t>;
+  const c10::DeviceIndex device = out.device().index();
+  // About 256 threads a row where that covers it; longer rows take more threads (up to
+  // 1024) before more vectors per thread.
+  if (!vectors) {
+    three_pass_kernel<scalar_t><<<static_cast<unsigned>(rows), kThreePassThreads, 0, stream>>>(x, y, n);
+  } else if (nvec <= 256) {
+    launch_register_rows<scalar_t, 1>(x, y, rows, n, nvec, device, stream);
+  } else if (nvec <= 2 * kMaxThreads) {
+    launch_register_rows<scalar_t, 2>(x, y, rows, n, nvec, device, stream);
+  } else if (nvec <= 4 * kMaxThreads) {
+    launch_register_rows<scalar_t, 4>(x, y, rows, n, nvec, device, stream);
+  } else {
+    launch_register_rows<scalar_t, kMaxVecs<scalar_t>>(x, y, rows, n, nvec, device, stream);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace
@@ -45,11 +168,8 @@ void softmax(at::Tensor& out, const at::Tensor& x) {
   const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
   const int64_t rows = xc.numel() / n;
   TORCH_CHECK(rows <= INT32_MAX, "backplane::softmax: at most 2^31 - 1 rows on CUDA, found ", rows);
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_softmax_cuda", [&] {
-    softmax_kernel<scalar_t><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        xc.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_softmax_cuda",
+                                  [&] { launch_softmax<scalar_t>(xc, out, rows, n); });
 }
 
 }  // namespace backplane::cuda

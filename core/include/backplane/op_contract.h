@@ -30,12 +30,18 @@ class BACKPLANE_API OpContract {
   // rules compare sizes with expect_true/guard_or_false rather than specializing.
   std::vector<c10::SymInt> check(c10::ArrayRef<c10::IValue> args) const;
 
-  // check(), then a new contiguous output of the rule's sizes with the dtype and
-  // device of the first Tensor argument. Not for in_place or out rules.
+  // check(), then a new output of the rule's sizes with the dtype and device of the
+  // first Tensor argument. Not for in_place or out rules. Contiguous, except for a
+  // broadcast rule: its output takes the strides of the first of the rule's arguments
+  // that has the output's sizes, where that one is dense but not contiguous (transposed,
+  // permuted, channels_last), as aten's elementwise ops lay out theirs. Kernels of
+  // broadcast ops must therefore honour out's strides.
   at::Tensor new_output(c10::ArrayRef<c10::IValue> args) const;
   // The same for every output of an op returning several tensors (OpDef::extra_outputs):
-  // one new contiguous tensor per return value, each of its own rule's sizes.
+  // one new tensor per return value, each of its own rule's sizes and layout.
   std::vector<at::Tensor> new_outputs(c10::ArrayRef<c10::IValue> args) const;
+  // The argument a broadcast output's layout follows (see new_output), or nullptr.
+  const at::Tensor* layout_source(size_t which, c10::SymIntArrayRef sizes, c10::ArrayRef<c10::IValue> args) const;
 
   // check() for an out rule: out must already have the sizes of `like`. Custom ops
   // cannot resize a mutated argument under torch.compile/export (functionalization
@@ -49,6 +55,7 @@ class BACKPLANE_API OpContract {
   void check_tensors(c10::ArrayRef<c10::IValue> args) const;
   // Sizes by the rule of output `which` (0: OpDef::shape, then extra_outputs).
   std::vector<c10::SymInt> rule_sizes(size_t which, c10::ArrayRef<c10::IValue> args) const;
+  at::Tensor allocate(size_t which, const std::vector<c10::SymInt>& sizes, c10::ArrayRef<c10::IValue> args) const;
   const OpDef* def_;
   std::string qualified_name_;
   // Argument positions, resolved once: this runs on every call of every kernel.

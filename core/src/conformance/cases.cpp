@@ -73,6 +73,27 @@ at::Tensor outside(const at::Tensor& base, const at::Tensor& view, int64_t offse
   return base.flatten().masked_select(mask);
 }
 
+// The layout the contract promises (op_contract.h): a broadcast output takes the strides
+// of the first of its rule's arguments with the output's sizes where that one is dense but
+// not contiguous (a transposed input, as aten does); every other output is contiguous.
+std::optional<std::string> wrong_layout(const OpDef& op, size_t k, const at::Tensor& result,
+                                        const std::vector<c10::IValue>& args) {
+  const ShapeRule& rule = k == 0 ? op.shape : op.extra_outputs[k - 1];
+  if (rule.kind == ShapeRuleKind::Broadcast)
+    for (const std::string& name : rule.args) {
+      const at::Tensor& t = args[op.arg_index(name)].toTensor();
+      if (t.sizes() != result.sizes()) continue;
+      if (t.is_contiguous() || !t.is_non_overlapping_and_dense()) break;
+      if (result.strides() == t.strides()) return std::nullopt;
+      std::ostringstream why;
+      why << "has strides " << result.strides() << ", expected " << t.strides() << " (those of '" << name
+          << "', the first argument of its sizes, which is dense: outputs follow it as aten's do)";
+      return why.str();
+    }
+  if (!result.is_contiguous()) return std::string("is not contiguous");
+  return std::nullopt;
+}
+
 Case sample_case(const OpDef& op, const std::optional<ReferenceExpr>& reference, const OpInputs& in, Layout layout) {
   const std::string name = in.name + "/" + layout_name(layout);
   return {name, [&op, reference, in, layout](c10::ScalarType dtype, c10::Device device) -> std::optional<std::string> {
@@ -106,7 +127,7 @@ Case sample_case(const OpDef& op, const std::optional<ReferenceExpr>& reference,
                   why << which << " on " << result.device() << ", expected " << device;
                   return why.str();
                 }
-                if (!result.is_contiguous()) return which + " is not contiguous";
+                if (auto wrong = wrong_layout(op, k, result, call.args)) return which + " " + *wrong;
                 results.push_back(result);
               }
             } else {

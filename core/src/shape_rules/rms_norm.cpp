@@ -11,15 +11,16 @@
 namespace backplane {
 
 std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
-  const std::string name = op.qualified_name();
   const at::Tensor& x = args[op.arg_index("x")].toTensor();
   const at::Tensor& weight = args[op.arg_index("weight")].toTensor();
   const double eps = args[op.arg_index("eps")].toDouble();
-  TORCH_CHECK_VALUE(x.dim() >= 1, name, ": x must have at least 1 dimension, found a 0-d tensor");
+  // op.qualified_name() only inside the checks: their messages are built on failure alone
+  // (this runs on every call).
+  TORCH_CHECK_VALUE(x.dim() >= 1, op.qualified_name(), ": x must have at least 1 dimension, found a 0-d tensor");
   TORCH_CHECK_VALUE(weight.dim() == 1 && weight.sym_size(0).sym_eq(x.sym_size(-1)).expect_true(__FILE__, __LINE__),
-                    name, ": weight must have sizes [", x.sym_size(-1), "] (x's last dimension), found ",
+                    op.qualified_name(), ": weight must have sizes [", x.sym_size(-1), "] (x's last dimension), found ",
                     weight.sym_sizes());
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0, name, ": eps must be finite and >= 0, found ", eps);
+  TORCH_CHECK_VALUE(std::isfinite(eps) && eps >= 0, op.qualified_name(), ": eps must be finite and >= 0, found ", eps);
   return x.sym_sizes().vec();
 }
 
