@@ -12,7 +12,10 @@ backends=cpu
 [ -f "$BUILD/lib/libbackplane_cuda.so" ] && backends=$backends,cuda
 export BACKPLANE_TEST_BACKENDS=${BACKPLANE_TEST_BACKENDS:-$backends}
 echo "conformance backends: $BACKPLANE_TEST_BACKENDS"
+t0=$SECONDS
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
+echo "[test] ctest: $(( SECONDS - t0 )) s"
+t0=$SECONDS
 # The npu tests in a process of their own: a registered PrivateUse1 device becomes
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
@@ -43,6 +46,7 @@ if (( ${#parallel[@]} )); then
   echo "--- npu tests (run beside the others):"
   cat "$npu_log"
   rm -f "$npu_log"
+  echo "[test] pytest: $(( SECONDS - t0 )) s"
   (( status == 0 && npu_status == 0 ))
 else
   "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
