@@ -64,12 +64,9 @@ else
 fi
 # Test and bench tools; on a machine without network they must already be there.
 # setuptools: the autoload test pip-installs the package offline (no build isolation).
-# pytest < 9: pytest-xdist 3.8 groups tests (--dist loadgroup) by rewriting item._nodeid,
-# which pytest 9 no longer reads, so under pytest 9 every worker compiles every shared
-# AOTI package itself (scripts/test.sh says so).
 if ! "$python" -c 'import pytest, numpy, setuptools' 2>/dev/null; then
   say "installing pytest, numpy and setuptools into $python"
-  "$python" -m pip install -q --disable-pip-version-check "pytest<9" numpy setuptools
+  "$python" -m pip install -q --disable-pip-version-check pytest numpy setuptools
 fi
 # Parallel test workers (scripts/test.sh). Optional: without it the tests run in one process.
 if ! "$python" -c 'import xdist' 2>/dev/null; then

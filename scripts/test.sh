@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on the build in $1 (default build): gtest through CTest, then pytest.
 # GPU-only cases skip with their reason on machines without the device.
+#   BACKPLANE_PYTHON_PRELOAD=libs  LD_PRELOAD for the Python processes only (a sanitizer's
+#                                  runtime, scripts/sanitizers.sh asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -21,26 +23,34 @@ t0=$SECONDS
 # CUDA tests must not see.
 npu_tests=(tests/python/test_npu.py tests/python/test_npu_autoload.py backends/npu/tests/test_device.py)
 # With pytest-xdist (setup installs it where it can), tests run on one worker per two
-# cores, at least 2 and at most 8, and the npu process beside them; tests that share a
-# compiled AOTI package stay on one worker (tests/python/conftest.py). Many tests wait on
-# child processes, so even the 2-core CI machine gains: 327 s serial, 166 s with 2 workers.
-# Without pytest-xdist, one process each.
+# cores, at least 2 and at most 8, and the npu process beside them; an AOTI package that
+# several tests share is compiled once per run by whichever worker needs it first
+# (tests/python/conftest.py). Many tests wait on child processes, so even the 2-core CI
+# machine gains: 327 s serial, 166 s with 2 workers. Without pytest-xdist, one process each.
 workers=$(( $(nproc) / 2 ))
 (( workers > 8 )) && workers=8
 (( workers < 2 && $(nproc) >= 2 )) && workers=2
 parallel=()
 if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
-  parallel=(-n "$workers" --dist loadgroup)
+  parallel=(-n "$workers")
   echo "pytest: $workers workers (pytest-xdist), the npu tests in a process beside them"
-  "$python" -c 'import sys, pytest; sys.exit(int(pytest.__version__.split(".")[0]) >= 9)' ||
-    echo "pytest: pytest >= 9 ignores xdist's test groups: workers may each compile a shared package (pip install 'pytest<9')"
+  # The cores shared out: each process's ATen threads, and Inductor compiling in the
+  # process itself rather than in a pool of one subprocess per core. Left to their
+  # defaults, 8 workers on the 16-core GPU machine ran 16 threads and 16 compile
+  # processes each, and every test there took about 10 times as long as here.
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (workers + 1) > 0 ? $(nproc) / (workers + 1) : 1 ))}
+  export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 fi
 export PYTHONPATH=$PWD/python
+# The Python suites test this build's libraries and binaries, not build/'s.
+export BACKPLANE_LIB_DIR=${BACKPLANE_LIB_DIR:-$PWD/$BUILD/lib} BACKPLANE_BIN=${BACKPLANE_BIN:-$PWD/$BUILD/bin/backplane}
+py=("$python")
+[ -n "${BACKPLANE_PYTHON_PRELOAD:-}" ] && py=(env "LD_PRELOAD=$BACKPLANE_PYTHON_PRELOAD" "$python")
 if (( ${#parallel[@]} )); then
   npu_log=$(mktemp)
-  "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs > "$npu_log" 2>&1 & npu_pid=$!
+  "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs > "$npu_log" 2>&1 & npu_pid=$!
   status=0
-  "$python" -m pytest tests/python -q -p no:cacheprovider -rs --durations=10 "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
+  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations=10 "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
   npu_status=0
   wait "$npu_pid" || npu_status=$?
   echo "--- npu tests (run beside the others):"
@@ -49,6 +59,6 @@ if (( ${#parallel[@]} )); then
   echo "[test] pytest: $(( SECONDS - t0 )) s"
   (( status == 0 && npu_status == 0 ))
 else
-  "$python" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
-  "$python" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
+  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
+  "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
 fi

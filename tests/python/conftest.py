@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -19,20 +21,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import backplane  # noqa: E402
 
 
-# Fixtures that compile an AOTInductor package (about a minute each on the GPU machine):
-# under pytest-xdist (scripts/test.sh, --dist loadgroup) the tests that share one run
-# on one worker, so each package is compiled once per run, not once per worker.
-SHARED_PACKAGES = ("plain_package", "packaged")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for name in SHARED_PACKAGES:
-            if name in getattr(item, "fixturenames", ()):
-                param = getattr(item, "callspec", None) and item.callspec.params.get(name)
-                # No brackets in the name: xdist ignores a group whose name ends in "]".
-                item.add_marker(pytest.mark.xdist_group(f"{name}-{param}" if param else name))
+@contextlib.contextmanager
+def made_once_per_run(tmp_path_factory, name):
+    """Yields (folder, made): a folder shared by every pytest-xdist worker of this run, and
+    whether something already made it. The first worker to ask makes what the folder
+    holds while the others wait on a file lock, then they reuse it: each AOTInductor
+    package (about a minute each on the GPU machine) is compiled once per run, whatever
+    pytest and xdist versions (xdist's --dist loadgroup groups do nothing under pytest 9,
+    which the GPU machine has). The maker writes `done` in the folder last."""
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # the run's folder, above each worker's own
+    folder = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        folder.mkdir(exist_ok=True)
+        made = (folder / "done").exists()
+        yield folder, made
+        (folder / "done").touch()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -65,12 +71,15 @@ class Plain(torch.nn.Module):
 @pytest.fixture(scope="session")
 def plain_package(tmp_path_factory):
     """(path, layouts) of one AOTInductor package of `Plain` (x: (batch, 3, 4, 5), y: (batch, 5),
-    batch 2..1024) with Backplane's layout record; compiled once per session (tens of seconds)."""
-    from backplane.package import add_layouts
+    batch 2..1024) with Backplane's layout record; compiled once per run (tens of seconds)."""
+    from backplane.package import add_layouts, read_layouts
 
-    batch = torch.export.Dim("batch", min=2, max=1024)
-    ep = torch.export.export(Plain(), (torch.randn(3, 3, 4, 5), torch.randn(3, 5)),
-                             dynamic_shapes=({0: batch}, {0: batch}))
-    path = tmp_path_factory.mktemp("plain") / "plain.pt2"
-    torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
-    return path, add_layouts(path, ep)
+    with made_once_per_run(tmp_path_factory, "plain") as (folder, made):
+        path = folder / "plain.pt2"
+        if made:
+            return path, read_layouts(path)
+        batch = torch.export.Dim("batch", min=2, max=1024)
+        ep = torch.export.export(Plain(), (torch.randn(3, 3, 4, 5), torch.randn(3, 5)),
+                                 dynamic_shapes=({0: batch}, {0: batch}))
+        torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+        return path, add_layouts(path, ep)

@@ -23,33 +23,32 @@ def refuse_unpickling(*args, **kwargs):
     raise AssertionError("the pipeline unpickled a file from its output folder: a planted one would run code")
 
 
-_packages = {}  # model -> Run: each package is made once per process
-
-
 @pytest.fixture(params=["identity", "decoder_block"])
 def packaged(request, tmp_path_factory):
-    """Exports and AOTI-packages the model once per process (the package is verified as it
-    is made), kept in a cache of this module rather than a module-scoped fixture: pytest-xdist
-    interleaves modules on a worker, and pytest tears a module fixture down at each switch.
-    `aoti` and `load` must not unpickle what lies in the output folder (ep.pt2 could be
-    planted): torch.export.load, and torch.load other than weights_only, fail here."""
-    if request.param in _packages:
-        return _packages[request.param]
-    run = pipeline.Run(request.param, "cpu", "float32", tmp_path_factory.mktemp(request.param))
-    pipeline.export(run)
-    weights_only_load = torch.load
+    """Exports and AOTI-packages the model once per test run, whichever xdist worker asks
+    first (conftest.made_once_per_run; the package is verified as it is made); the others
+    reuse its output folder. `aoti` and `load` must not unpickle what lies in the output
+    folder (ep.pt2 could be planted): torch.export.load, and torch.load other than
+    weights_only, fail here."""
+    from conftest import made_once_per_run
 
-    def checked_load(*args, weights_only=None, **kwargs):
-        if weights_only is not True:
-            refuse_unpickling()
-        return weights_only_load(*args, weights_only=True, **kwargs)
+    with made_once_per_run(tmp_path_factory, f"pipeline-{request.param}") as (folder, made):
+        run = pipeline.Run(request.param, "cpu", "float32", folder)
+        if made:
+            return run
+        pipeline.export(run)
+        weights_only_load = torch.load
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(torch.export, "load", refuse_unpickling)
-        patch.setattr(torch, "load", checked_load)
-        pipeline.aoti(run)
-    _packages[request.param] = run
-    return run
+        def checked_load(*args, weights_only=None, **kwargs):
+            if weights_only is not True:
+                refuse_unpickling()
+            return weights_only_load(*args, weights_only=True, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(torch.export, "load", refuse_unpickling)
+            patch.setattr(torch, "load", checked_load)
+            pipeline.aoti(run)
+        return run
 
 
 @pytest.mark.parametrize("model", ["identity", "decoder_block"])
