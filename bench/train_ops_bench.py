@@ -2,12 +2,17 @@
 (its registry backward), PyTorch eager (the composite, and F.rms_norm for rms_norm) and
 torch.compile of the composite, with the device's copy_ bandwidth measured in the same run.
 
-    python bench/train_ops_bench.py --device cuda [--dtypes float32,bfloat16] [--json out.json]
+    python bench/train_ops_bench.py --device cuda [--dtypes float32,bfloat16] [--json out.json] [--profile]
+
+--profile also prints, per op and dtype, the device kernels one forward+backward of the
+Backplane op runs and their times (torch.profiler): where a slow row's time goes.
 
 GB/s (10^9 bytes) counts the minimum each pass must move, as the issue defines it:
 rms_norm 5 tensors of x's size (forward reads x, writes y; backward reads grad and x,
-writes dx), silu_mul 8 (2 + 1 forward, 3 + 2 backward), rotary 4 (1 + 1, 1 + 1); the small
-weight and cos/sin caches are left out. Times: CUDA events around a batch of calls, median
+writes dx), silu_mul 8 (2 + 1 forward, 3 + 2 backward), rotary 4 (1 + 1, 1 + 1), softmax 5
+(1 + 1 forward; backward reads grad and y, writes dx); the small weight and cos/sin caches
+are left out. --forward-only times the forward alone (bytes: 2 + 1 for silu_mul, 2 for the
+others). Times: CUDA events around a batch of calls, median
 of several batches, after a warm-up (the CPU: wall clock).
 """
 from __future__ import annotations
@@ -59,6 +64,14 @@ def workloads(device, dtype, rows=8192):
         "backplane": lambda: torch.ops.backplane.rotary(q, cos, sin),
         "eager composite": lambda: plain_rotary(q, cos, sin),
     })
+    # softmax: attention scores and one decoding step's logits (the registry's bench presets).
+    for shape in ((rows // 2, 4096), (32, 32000)):
+        s = rand(*shape)
+        yield ("softmax", "x".join(map(str, shape)), 5 * s.numel() * size, (s,), {
+            "backplane": lambda s=s: torch.ops.backplane.softmax(s),
+            "torch.softmax": lambda s=s: torch.softmax(s, -1),
+            "eager composite": lambda s=s: (s - s.amax(-1, keepdim=True)).exp() / (s - s.amax(-1, keepdim=True)).exp().sum(-1, keepdim=True),
+        })
 
 
 def median_us(fn, device):
@@ -75,6 +88,20 @@ def fwd_bwd(forward, inputs):
     return step
 
 
+def profile_table(step, device) -> str:
+    """The device kernels of one call of `step` (after a warm-up), with their times."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    sort = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort, row_limit=8, max_name_column_width=70)
+
+
 def copy_gbps(device, dtype):
     src = torch.empty(256 * 2**20 // torch.tensor([], dtype=dtype).element_size(), dtype=dtype, device=device)
     dst = torch.empty_like(src)
@@ -88,26 +115,41 @@ def main(argv=None) -> int:
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--rows", type=int, default=8192, help="leading dimension (default: the issue's shapes)")
     parser.add_argument("--json")
+    parser.add_argument("--profile", action="store_true", help="print each Backplane op's kernels (torch.profiler)")
+    parser.add_argument("--forward-only", action="store_true", help="time the forward pass alone")
+    parser.add_argument("--ops", default="", help="these ops only (default: all)")
     args = parser.parse_args(argv)
     backplane.load(args.device)
-    rows = []
+    rows, to_profile = [], []
     print(f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, torch {torch.__version__}")
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
         copy = copy_gbps(args.device, dtype)
         print(f"\n{dtype_name}: copy_ {copy:.0f} GB/s")
-        print(f"{'op':<10} {'shape':<15} {'variant':<18} {'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch")
+        print(f"{'op':<10} {'shape':<15} {'variant':<18} {'fwd us' if args.forward_only else 'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch")
         for op, shape, nbytes, inputs, variants in workloads(args.device, dtype, args.rows):
+            if args.ops and op not in args.ops.split(","):
+                continue
             variants["torch.compile"] = torch.compile(variants["eager composite"])
-            times = {name: median_us(fwd_bwd(fn, inputs), args.device) for name, fn in variants.items()}
+            if args.forward_only:
+                nbytes = nbytes * 3 // 8 if op == "silu_mul" else nbytes * 2 // (4 if op == "rotary" else 5)
+                times = {name: median_us(fn, args.device) for name, fn in variants.items()}
+            else:
+                times = {name: median_us(fwd_bwd(fn, inputs), args.device) for name, fn in variants.items()}
+            if args.profile:  # after every timing: the profiler slows the launches that follow it
+                step = variants["backplane"] if args.forward_only else fwd_bwd(variants["backplane"], inputs)
+                to_profile.append((f"{op} {shape} {dtype_name}", step))
             best_torch = min(t for name, t in times.items() if name != "backplane")
             for name, us in times.items():
                 gbps = nbytes / us / 1e3
                 speedup = f"{best_torch / us:.2f}x" if name == "backplane" else ""
                 print(f"{op:<10} {shape:<15} {name:<18} {us:>11.1f} {gbps:>7.0f} {100 * gbps / copy:>6.0f}%  {speedup}")
                 rows.append({"op": op, "shape": shape, "dtype": dtype_name, "variant": name, "us": us,
-                             "gbps": gbps, "copy_gbps": copy})
+                             "gbps": gbps, "copy_gbps": copy, "passes": "forward" if args.forward_only else "forward+backward"})
             torch._dynamo.reset()
+    for what, step in to_profile:
+        print(f"\n{what}, Backplane, one {'forward' if args.forward_only else 'forward+backward'}:\n"
+              f"{profile_table(step, args.device)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"torch": torch.__version__, "rows": rows}, indent=1))
     return 0

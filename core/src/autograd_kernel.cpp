@@ -50,8 +50,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
-void autograd_kernel(const OpDef& def, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
-                     torch::jit::Stack* stack) {
+void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::OperatorHandle& op,
+                     c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   const std::string op_name = schema.operator_name().name;
   const size_t n = schema.arguments().size();
@@ -101,7 +101,7 @@ void autograd_kernel(const OpDef& def, const c10::OperatorHandle& op, c10::Dispa
   for (const at::Tensor& t : wanting_grad) edges.push_back(torch::autograd::impl::gradient_edge(t));
   NodePtr node;
   if (without_formula.empty()) {
-    node = make_node<FormulaBackward>(def, op, args, wanting_positions);
+    node = make_node<FormulaBackward>(def, plan, op, args, wanting_positions);
     node->set_next_edges(std::move(edges));
   } else {
     node = make_node<torch::autograd::Error>(
@@ -134,13 +134,14 @@ void autograd_kernel(const OpDef& def, const c10::OperatorHandle& op, c10::Dispa
 
 class AutogradKernel final : public c10::OperatorKernel {
  public:
-  explicit AutogradKernel(const OpDef& def) : def_(def) {}
+  explicit AutogradKernel(const OpDef& def) : def_(def), plan_(def) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-    autograd_kernel(def_, op, keys, stack);
+    autograd_kernel(def_, plan_, op, keys, stack);
   }
 
  private:
   const OpDef& def_;  // the registry outlives every kernel
+  const BackwardPlan plan_;  // its formulas parsed once, not at every forward
 };
 
 void register_autograd(torch::Library& library, const OpDef& op) {

@@ -8,9 +8,24 @@
 
 namespace backplane::detail {
 
-FormulaBackward::FormulaBackward(const OpDef& op, const c10::OperatorHandle& handle,
+BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1) {
+  std::map<std::string, int> seen;  // formula text -> index into formulas
+  for (size_t pos = 0; pos < op.arguments.size(); ++pos) {
+    auto it = op.backward.find(op.arguments[pos].name());
+    if (it == op.backward.end()) continue;
+    const std::string& text = it->second.formula;
+    auto [found, added] = seen.emplace(text, static_cast<int>(formulas.size()));
+    if (added) {
+      formulas.push_back(conformance::ReferenceExpr::parse(text));
+      uses_result = uses_result || text.find("result") != std::string::npos;
+    }
+    formula_of[pos] = found->second;
+  }
+}
+
+FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, const c10::OperatorHandle& handle,
                                  const std::vector<c10::IValue>& args, std::vector<size_t> wanting)
-    : op_(op), handle_(handle), wanting_(std::move(wanting)) {
+    : op_(op), plan_(plan), handle_(handle), wanting_(std::move(wanting)) {
   for (const c10::IValue& a : args) {
     if (a.isTensor() && a.toTensor().defined()) {
       versions_.push_back(a.toTensor()._version());
@@ -20,17 +35,7 @@ FormulaBackward::FormulaBackward(const OpDef& op, const c10::OperatorHandle& han
       args_.push_back(a);
     }
   }
-  std::map<std::string, size_t> seen;  // formula text -> index into formulas_
-  for (size_t pos : wanting_) {
-    const std::string& formula = op.backward.at(op.arguments[pos].name()).formula;
-    auto [it, added] = seen.emplace(formula, formulas_.size());
-    if (added) {
-      formulas_.push_back(conformance::ReferenceExpr::parse(formula));
-      uses_result_ = uses_result_ || formula.find("result") != std::string::npos;
-    }
-    formula_of_.push_back(it->second);
-    input_sizes_.push_back(args[pos].toTensor().sym_sizes().vec());
-  }
+  for (size_t pos : wanting_) input_sizes_.push_back(args[pos].toTensor().sym_sizes().vec());
 }
 
 torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
@@ -47,19 +52,23 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
   at::Tensor grad = grads.at(0);
   if (!grad.defined()) return torch::autograd::variable_list(wanting_.size());
   names["grad"] = grad;
-  if (uses_result_) {
+  if (plan_.uses_result) {
     at::AutoDispatchBelowADInplaceOrView below;  // the forward again, without recording
     torch::jit::Stack stack(args_.begin(), args_.end());
     handle_.callBoxed(stack);
     names["result"] = stack.at(0);
   }
-  std::vector<std::vector<c10::IValue>> values;
-  for (const auto& formula : formulas_) values.push_back(formula.evaluate_all(names));
+  // Each formula the wanting inputs need, once.
+  std::vector<std::vector<c10::IValue>> values(plan_.formulas.size());
+  for (size_t pos : wanting_) {
+    const int f = plan_.formula_of[pos];
+    if (values[f].empty()) values[f] = plan_.formulas[f].evaluate_all(names);
+  }
   torch::autograd::variable_list out;
   for (size_t k = 0; k < wanting_.size(); ++k) {
     const std::string& arg = op_.arguments[wanting_[k]].name();
     const GradientFormula& gradient = op_.backward.at(arg);
-    const std::vector<c10::IValue>& given = values[formula_of_[k]];
+    const std::vector<c10::IValue>& given = values[plan_.formula_of[wanting_[k]]];
     TORCH_CHECK(given.size() >= gradient.outputs && given[gradient.output].isTensor(), op_.qualified_name(),
                 ": its backward formula for '", arg, "' should give ", gradient.outputs, " tensor(s), one per argument its "
                 "`backward:` key names, and gave ", given.size(), " value(s)");

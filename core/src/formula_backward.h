@@ -24,29 +24,35 @@
 
 namespace backplane::detail {
 
+// An op's `backward:` entries, parsed once (the Autograd kernel holds it): each distinct
+// formula, and for each argument with one, which formula and which of its values.
+struct BackwardPlan {
+  explicit BackwardPlan(const OpDef& op);
+  std::vector<conformance::ReferenceExpr> formulas;
+  std::vector<int> formula_of;  // per argument in schema order; -1: no formula
+  bool uses_result = false;
+};
+
 class FormulaBackward : public torch::autograd::Node {
  public:
   // `wanting`: positions (in schema order) of the Tensor arguments that get an edge,
   // each with a formula in op.backward.
-  FormulaBackward(const OpDef& op, const c10::OperatorHandle& handle, const std::vector<c10::IValue>& args,
-                  std::vector<size_t> wanting);
+  FormulaBackward(const OpDef& op, const BackwardPlan& plan, const c10::OperatorHandle& handle,
+                  const std::vector<c10::IValue>& args, std::vector<size_t> wanting);
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override;
   std::string name() const override { return op_.qualified_name() + "_backward"; }
 
  private:
   const OpDef& op_;
+  const BackwardPlan& plan_;  // the Autograd kernel's, which outlives every node
   c10::OperatorHandle handle_;
   std::vector<c10::IValue> args_;      // tensors detached
   std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
   std::vector<size_t> wanting_;
-  // The distinct formulas the wanting inputs need, each evaluated once per backward.
-  std::vector<conformance::ReferenceExpr> formulas_;
-  std::vector<size_t> formula_of_;  // one per wanting_: its index into formulas_
   // One per wanting_. Symbolic sizes: reading concrete ones would specialize a dynamic
   // dimension under torch.export / torch.compile.
   std::vector<std::vector<c10::SymInt>> input_sizes_;
-  bool uses_result_ = false;
 };
 
 }  // namespace backplane::detail

@@ -120,6 +120,10 @@ std::string kernel_stub(const OpDef& op, const std::string& name, const std::str
     << "// and one device across the Tensor arguments, the shape rule)"
     << (writes ? "" : op.new_outputs() == 1 ? ", allocated `out` with\n// the result's sizes" : ", allocated the outputs with\n// their sizes")
     << " and set a device guard.\n"
+    << (op.shape.kind == ShapeRuleKind::Broadcast
+            ? "// The output follows the layout of a transposed or permuted input (as aten's do): honour\n"
+              "// out's strides (TensorIterator and aten's out= ops do).\n"
+            : "")
     << "// To implement: write the compute, then uncomment the registration at the foot, rebuild,\n"
     << "// and run `backplane check " << name << " --ops " << op.name << "`.\n";
   if (key == "PrivateUse1")

@@ -7,7 +7,11 @@
 // wrapper runs the op's contract (registry dtypes, one dtype and one device across the
 // Tensor arguments, the shape rule), allocates the output, returns at once when there
 // is nothing to compute, and holds a device guard for the tensors' device (so a kernel
-// on cuda:1 launches on cuda:1's current stream). Two forms, by the op's shape rule:
+// on cuda:1 launches on cuda:1's current stream). Outputs are contiguous, except those
+// of broadcast rules (add, mul, silu_mul...): they take the strides of the first input of
+// their sizes where that one is dense but permuted (a transposed input gives a
+// transposed output, as aten's elementwise ops do), so such kernels must honour out's
+// strides (TensorIterator and the out= ops of aten do). Two forms, by the op's shape rule:
 //
 //   BACKPLANE_KERNEL(KEY, op, fn)          the op returns a new tensor (same_as,
 //                                          broadcast, custom rules):

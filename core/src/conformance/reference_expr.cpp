@@ -3,6 +3,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 #include <cctype>
 #include <stdexcept>
 #include <vector>
@@ -13,6 +15,10 @@ struct ReferenceExpr::Node {
   enum class Kind { Call, Name, Index, Literal, List } kind;
   std::string name;      // Call: "aten::add"; Name/Index: the argument
   std::string overload;  // Call
+  // Call: the op, found on first evaluation (ops are never removed, and a backward formula
+  // runs at every backward: no lookup each time).
+  mutable std::once_flag found;
+  mutable std::optional<c10::OperatorHandle> handle;
   int64_t index = 0;     // Index
   c10::IValue literal;   // Literal
   std::vector<std::pair<std::string, std::shared_ptr<const Node>>> args;  // Call (keyword or ""), List
@@ -211,7 +217,12 @@ c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& nam
 
 // Every return value of a call.
 std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string, c10::IValue>& names) {
-  const auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
+  std::call_once(node.found, [&] {
+    node.handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
+  });
+  std::optional<c10::OperatorHandle> handle = node.handle;
+  if (!handle)  // not defined when first evaluated: look again (a plugin may define it later)
+    handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
   if (!handle)
     throw std::invalid_argument("reference calls " + node.name + (node.overload.empty() ? "" : "." + node.overload) +
                                 ", which this torch does not have (write the overload, e.g. aten::add.Tensor)");
