@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model pipeline on the GPU machine (after scripts/gpu_verify.sh built build-gpu):
+# The model pipeline on the GPU machine (after `make build` or scripts/gpu_verify.sh):
 # both models through eager, torch.compile, torch.export, AOTInductor, loading the
 # package in Python and running it from C++ (`backplane run`), on cuda and cpu; then the
 # AOTInductor guard tests. Runs under the machine's own default CXX, the one whose static
@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-B=build-gpu
+B=build
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/python BACKPLANE_LIB_DIR=$PWD/$B/lib BACKPLANE_BIN=$PWD/$B/bin/backplane
 echo "CXX=${CXX:-unset} ($(command -v g++))"; python3 -c 'import torch; print("torch", torch.__version__)'; date -u
 for device in ${DEVICES:-cuda cpu}; do

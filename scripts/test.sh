@@ -50,7 +50,7 @@ if (( ${#parallel[@]} )); then
   npu_log=$(mktemp)
   "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs > "$npu_log" 2>&1 & npu_pid=$!
   status=0
-  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations=10 "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
+  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
   npu_status=0
   wait "$npu_pid" || npu_status=$?
   echo "--- npu tests (run beside the others):"

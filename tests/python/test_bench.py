@@ -100,7 +100,8 @@ def test_unknown_names_are_refused_naming_the_known_ones():
     done = subprocess.run([engine, "--ops=nosuch"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--ops: no op 'nosuch' in the registry or a loaded plugin's fragment; known: add," in done.stderr
     done = subprocess.run([engine, "--shapes=huge"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "no op has a bench preset named 'huge'; presets: 1M_broadcast_row, 1M_elements" in done.stderr
+    assert done.returncode == 2 and "no op has a bench preset named 'huge'; presets: 1M_" in done.stderr
+    assert "1M_broadcast_row, 1M_elements" in done.stderr
     done = subprocess.run([engine, "--dtypes=int8"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--dtypes: 'int8' is not one of the floating dtypes" in done.stderr
 

@@ -61,8 +61,9 @@ std::vector<c10::IValue> invoke(const OpDef& op, std::vector<c10::IValue> args) 
 
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor x = a.cpu().contiguous(), y = b.cpu().contiguous();
+  // An empty tensor's data pointer may be null, which memcmp must not see (UBSan).
   return x.sizes() == y.sizes() && x.scalar_type() == y.scalar_type() &&
-         std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
+         (x.nbytes() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0);
 }
 
 // The elements of `base` (a contiguous CPU copy) outside the view with view's sizes,
