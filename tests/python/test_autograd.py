@@ -154,16 +154,30 @@ def test_no_grad_and_inference_are_unaffected():
 
 
 def test_gradients_under_torch_compile_match_eager():
-    # AOTAutograd traces the core's autograd kernel: the backward graph holds the
-    # formulas' aten ops.
-    def f(x, w):
-        return torch.ops.backplane.rms_norm(torch.ops.backplane.mul(x, x), w, 1e-5).sum()
+    # AOTAutograd traces the core's autograd kernel: the backward graph holds what the
+    # registry's backward entries call, the fused backward ops themselves included.
+    from torch._functorch.aot_autograd import aot_module_simplified
 
-    x, w = torch.randn(4, 8, requires_grad=True), torch.ones(8, requires_grad=True)
-    eager = torch.autograd.grad(f(x, w), (x, w))
-    compiled = torch.autograd.grad(torch.compile(f, backend="aot_eager", fullgraph=True)(x, w), (x, w))
+    graphs = []
+
+    def keep_graphs(gm, example_inputs):
+        def keep(graph, _):
+            graphs.append(str(graph.code))
+            return graph
+        return aot_module_simplified(gm, example_inputs, fw_compiler=keep, bw_compiler=keep)
+
+    def f(x, w, gate, up):
+        h = torch.ops.backplane.rms_norm(torch.ops.backplane.mul(x, x), w, 1e-5)
+        return (h * torch.ops.backplane.silu_mul(gate, up)).sum()
+
+    inputs = (torch.randn(4, 8, requires_grad=True), torch.ones(8, requires_grad=True),
+              torch.randn(4, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True))
+    eager = torch.autograd.grad(f(*inputs), inputs)
+    compiled = torch.autograd.grad(torch.compile(f, backend=keep_graphs, fullgraph=True)(*inputs), inputs)
     for got, expected in zip(compiled, eager):
         torch.testing.assert_close(got, expected)
+    backward = graphs[-1]
+    assert "backplane.rms_norm_backward" in backward and "backplane.silu_mul_backward" in backward, backward
 
 
 def test_silu_mul_on_the_halves_of_one_projection():
