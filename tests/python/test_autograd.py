@@ -156,6 +156,7 @@ def test_no_grad_and_inference_are_unaffected():
 def test_gradients_under_torch_compile_match_eager():
     # AOTAutograd traces the core's autograd kernel: the backward graph holds what the
     # registry's backward entries call, the fused backward ops themselves included.
+    from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_module_simplified
 
     graphs = []
@@ -163,7 +164,7 @@ def test_gradients_under_torch_compile_match_eager():
     def keep_graphs(gm, example_inputs):
         def keep(graph, _):
             graphs.append(str(graph.code))
-            return graph
+            return make_boxed_func(graph)
         return aot_module_simplified(gm, example_inputs, fw_compiler=keep, bw_compiler=keep)
 
     def f(x, w, gate, up):
