@@ -103,7 +103,8 @@ WorkloadFactory copy_row(const OpDef& op, const OpInputs& shape, c10::ScalarType
   }
   return [largest, dtype](c10::Device d) {
     at::Tensor x = at::randn(largest, at::TensorOptions().dtype(dtype).device(d)), out = at::empty_like(x);
-    return Workload{[x, out]() mutable { out.copy_(x); }, 2 * x.nbytes(), x.numel(), dtype_name(dtype) + " out.copy_(x)"};
+    return Workload{[x, out]() mutable { out.copy_(x); }, static_cast<int64_t>(2 * x.nbytes()), x.numel(),
+                    dtype_name(dtype) + " out.copy_(x)"};
   };
 }
 

@@ -66,8 +66,9 @@ void TableReporter::Finalize() {
   std::ostream& out = GetOutputStream();
   out << "\nop/backend/shape_dtype                                  backplane us (spread)    GB/s  %copy_  "
          "x reference\n";
-  for (const auto& [key, impls] : rows_) {
-    const auto& [op, backend, shape] = key;
+  for (const auto& row : rows_) {
+    const auto& [op, backend, shape] = row.first;
+    const auto& impls = row.second;  // a named reference: clang 14 cannot capture a binding
     std::string name = op + "/" + backend + "/" + shape;
     name.resize(std::max<size_t>(name.size(), 54), ' ');
     out << name << " ";

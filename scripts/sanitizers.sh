@@ -8,8 +8,9 @@
 #   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
 #                                        worker threads) and the 16-thread loader stress
 #                                        test, each run 3 times
-# Any report fails the run (halt_on_error). The build uses the compiler setup chose and
-# the Python of the main build (build/.python), as `make test` leaves them.
+# Any report fails the run (halt_on_error). The build uses clang where there is one (else
+# the compiler setup chose) and the Python of the main build (build/.python), as
+# `make test` leaves it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: scripts/sanitizers.sh asan|tsan [BUILD]}
@@ -20,7 +21,9 @@ case "$MODE" in
 esac
 BUILD=${2:-build-$MODE}
 python=${TORCH_PYTHON:-$(cat build/.python)}
-cxx=$(cat build/.cxx 2>/dev/null || command -v g++)
+# clang where there is one (CI installs it for the fuzzers): it compiles torch's headers
+# about three times as fast as g++ under the sanitizers. Else the compiler setup chose.
+cxx=${SANITIZE_CXX:-$(command -v clang++ || command -v clang++-14 || cat build/.cxx 2>/dev/null || command -v g++)}
 generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
 # Leaks: libtorch's static registrations are never freed, by design. A test that asks
 # for an impossible size expects an error, not ASan's abort.
@@ -46,8 +49,12 @@ if [ "$MODE" = asan ]; then
   # Python is not instrumented: ASan's runtime (and UBSan's) is preloaded into it, ahead
   # of the instrumented libraries it opens. Tests that expect a crash or an impossible
   # allocation know ASan answers those itself (allocator_may_return_null above).
-  cxx_runtime() { "$cxx" -print-file-name="$1"; }
-  BACKPLANE_PYTHON_PRELOAD="$(cxx_runtime libasan.so) $(cxx_runtime libubsan.so)" \
+  if "$cxx" --version | grep -q clang; then
+    preload=$("$cxx" -print-file-name=libclang_rt.asan-x86_64.so)  # UBSan's handlers are in it
+  else
+    preload="$("$cxx" -print-file-name=libasan.so) $("$cxx" -print-file-name=libubsan.so)"
+  fi
+  BACKPLANE_PYTHON_PRELOAD="$preload" \
     BACKPLANE_TEST_BACKENDS=cpu,npu scripts/test.sh "$BUILD"
   echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites passed with no report"
 else

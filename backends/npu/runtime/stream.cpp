@@ -213,8 +213,10 @@ npuError_t npuEventDestroy(npuEvent_t event) {
 
 npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
-  auto [state, version] = event_version(event, /*bump=*/true);
-  enqueue(stream, [state, version] {
+  // Named copies rather than a structured binding in the capture list (clang 14, which the
+  // sanitizer builds use, does not capture bindings).
+  auto recorded = event_version(event, /*bump=*/true);
+  enqueue(stream, [state = recorded.first, version = recorded.second] {
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       state->completed = std::max(state->completed, version);
@@ -227,9 +229,9 @@ npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
 
 npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
-  auto [state, version] = event_version(event, /*bump=*/false);
-  if (version == 0) return npuSuccess;  // never recorded: nothing to wait for
-  enqueue(stream, [state, version] {
+  auto recorded = event_version(event, /*bump=*/false);
+  if (recorded.second == 0) return npuSuccess;  // never recorded: nothing to wait for
+  enqueue(stream, [state = recorded.first, version = recorded.second] {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->reached.wait(lock, [&] { return state->completed >= version; });
   });
