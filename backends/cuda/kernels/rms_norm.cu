@@ -17,6 +17,7 @@
 //   over the row with scalar loads (the second mostly from L2).
 // Rows may have any strides in their leading dimensions (padded, offset, expanded):
 // row r starts at rows_of_x.offset(r) in x; y is contiguous, row r at r * n.
+#include "inv_rms.cuh"
 #include "launch_config.cuh"
 #include "row_indexer.cuh"
 #include "row_reduce.cuh"
@@ -54,15 +55,6 @@ struct RmsNormParams {
   int64_t w_stride;  // likewise
   acc_t eps;
 };
-
-template <typename acc_t>
-__device__ __forceinline__ acc_t inv_rms(acc_t sum_squares, int64_t n, acc_t eps) {
-  const acc_t mean = sum_squares / static_cast<acc_t>(n) + eps;
-  if constexpr (std::is_same_v<acc_t, double>)
-    return 1.0 / ::sqrt(mean);
-  else
-    return 1.0f / ::sqrtf(mean);
-}
 
 // x * inv * w for one vector, in the same order as the CPU kernel.
 template <typename scalar_t, typename acc_t>

@@ -19,6 +19,7 @@
 // - column sums: dweight[j] = sum over blocks of partial[b][j], rounded once, in a fixed
 //   order, so the result does not depend on timing.
 // Rows may have any strides in their leading dimensions (RowIndexer); dx is contiguous.
+#include "inv_rms.cuh"
 #include "launch_config.cuh"
 #include "row_indexer.cuh"
 #include "row_reduce.cuh"
@@ -59,15 +60,6 @@ struct BackwardParams {
   int64_t w_stride;
   acc_t eps;
 };
-
-template <typename acc_t>
-__device__ __forceinline__ acc_t inv_rms(acc_t sum_squares, int64_t n, acc_t eps) {
-  const acc_t mean = sum_squares / static_cast<acc_t>(n) + eps;
-  if constexpr (std::is_same_v<acc_t, double>)
-    return 1.0 / ::sqrt(mean);
-  else
-    return 1.0f / ::sqrtf(mean);
-}
 
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar_t> p) {
