@@ -8,7 +8,8 @@
 // - rows kernel: a block per row, grid-stride over rows with a grid of the blocks that
 //   fit on the device at once. Each thread loads its kVecs 16-byte vectors of the row of
 //   x and of grad at once and keeps them in registers; one barrier gives the block both
-//   sums (squares, grad * w * x); dx is stored from the registers. Each thread also
+//   sums (squares, grad * w * x); dx is stored from the registers (with up to 2 vectors a
+//   thread, the next row's are loaded before the barrier, to overlap it). Each thread also
 //   sums grad * x * r for its own columns over every row its block takes, and the block
 //   writes those sums as its row of `partial` ([blocks, n], float or double).
 //   Needs unit-stride rows of whole vectors, 16-byte aligned (x, grad, weight, dx), and
@@ -61,11 +62,33 @@ struct BackwardParams {
   acc_t eps;
 };
 
+// This thread's vectors of row r of x and of grad.
+template <typename scalar_t, int kVecs>
+__device__ __forceinline__ void load_row(const BackwardParams<scalar_t>& p, int64_t r, int nvec,
+                                         Vec16<scalar_t> (&xr)[kVecs], Vec16<scalar_t> (&gr)[kVecs]) {
+  using vec_t = Vec16<scalar_t>;
+  const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.offset(r));
+  const auto* g = reinterpret_cast<const vec_t*>(p.grad + p.rows_of_grad.offset(r));
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int j = threadIdx.x + k * blockDim.x;
+    if (j < nvec) {
+      xr[k] = x[j];
+      gr[k] = g[j];
+    }
+  }
+}
+
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar_t> p) {
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
+  // With few vectors a thread, the next row's loads are issued before this row's barrier,
+  // so they are in flight while the block waits and stores (bfloat16 rows of 4096: 81% of
+  // copy_ without on an H100). With kMaxVecs the registers for a second row would cost
+  // occupancy, and those rows already reach 90%.
+  constexpr bool kPrefetch = kVecs <= 2;
   __shared__ acc_t scratch[2][2 * kMaxWarps];
   const int nvec = static_cast<int>(p.n / V);
   const auto* w = reinterpret_cast<const vec_t*>(p.w);
@@ -75,18 +98,10 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = 0;
   int parity = 0;
+  vec_t xr[kVecs], gr[kVecs];
+  if (kPrefetch && blockIdx.x < p.rows) load_row(p, blockIdx.x, nvec, xr, gr);
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
-    const auto* x = reinterpret_cast<const vec_t*>(p.x + p.rows_of_x.offset(r));
-    const auto* g = reinterpret_cast<const vec_t*>(p.grad + p.rows_of_grad.offset(r));
-    vec_t xr[kVecs], gr[kVecs];
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const int j = threadIdx.x + k * blockDim.x;
-      if (j < nvec) {
-        xr[k] = x[j];
-        gr[k] = g[j];
-      }
-    }
+    if (!kPrefetch) load_row(p, r, nvec, xr, gr);
     acc_t squares = 0, dot = 0;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -100,6 +115,8 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar
         dot += static_cast<acc_t>(gr[k].v[e]) * static_cast<acc_t>(wv.v[e]) * xe;
       }
     }
+    vec_t xn[kVecs], gn[kVecs];
+    if (kPrefetch && r + gridDim.x < p.rows) load_row(p, r + gridDim.x, nvec, xn, gn);
     block_sum2<kMaxWarps>(squares, dot, scratch[parity]);
     parity ^= 1;
     const acc_t rstd = inv_rms(squares, p.n, p.eps);
@@ -118,6 +135,13 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar
         dw[k][e] += ge * xe * rstd;
       }
       dx[j] = out;
+    }
+    if (kPrefetch) {
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) {
+        xr[k] = xn[k];
+        gr[k] = gn[k];
+      }
     }
   }
   acc_t* partial = p.partial + blockIdx.x * p.n;
