@@ -115,11 +115,20 @@ function(backplane_add_plugin name)
   if(P_PYTHON_SOURCES)
     # The Python side sits beside the plugin, in python/<module>: found through the
     # manifest wherever the pair is copied or installed.
+    # Copied whenever one of its files changes (a copy made after each link missed an
+    # edit of the Python alone).
     list(APPEND python_args --python-path python)
-    add_custom_command(TARGET ${target} POST_BUILD
+    file(GLOB_RECURSE python_files CONFIGURE_DEPENDS ${P_PYTHON_SOURCES}/${P_PYTHON_MODULE}/*.py)
+    set(python_stamp ${CMAKE_CURRENT_BINARY_DIR}/${target}_python.stamp)
+    add_custom_command(OUTPUT ${python_stamp}
       COMMAND ${CMAKE_COMMAND} -E copy_directory ${P_PYTHON_SOURCES}/${P_PYTHON_MODULE}
               ${P_OUTPUT_DIR}/python/${P_PYTHON_MODULE}
+      COMMAND ${CMAKE_COMMAND} -E touch ${python_stamp}
+      DEPENDS ${python_files}
+      COMMENT "Copying the Python module of backend '${name}'"
       VERBATIM)
+    add_custom_target(${target}_python ALL DEPENDS ${python_stamp})
+    add_dependencies(${target} ${target}_python)
   endif()
   set(registry_args "")
   set(fragment_copy "")

@@ -70,7 +70,36 @@ def on_load(plugin_path: str) -> None:
         torch.utils.generate_methods_for_privateuse1_backend()
 
 
+# Tensors of the exit-time backward below: kept here, so that the autograd thread never
+# drops the last reference to one.
+_exit_backward_tensors: list = []
+
+
+def _drain_autograd_threads() -> None:
+    # PyTorch runs an npu tensor's backward on an autograd thread per device, which drops
+    # the finished graph task just after waking the caller. If the task held the last
+    # reference to a tensor Python knew, that drop needs the GIL; once finalization has
+    # begun, taking it ends the thread mid-unwind and the process aborts ("terminate
+    # called without an active exception", seen in 2 of 3 runs of bench/host_cost.py
+    # --device npu: torch's decref checks Py_IsInitialized only). A backward through each
+    # device's thread queues behind any such drop and waits for it; its own task holds
+    # nothing Python owns.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for index in range(device_count()):
+            x = torch.zeros((), device=f"npu:{index}", requires_grad=True)
+            y, grad = x.clone(), torch.ones((), device=f"npu:{index}")  # grad given: one made inside would be dropped there
+            _exit_backward_tensors.append((x, y, grad))
+            torch.autograd.backward(y, grad)
+
+
 def _drain_at_exit() -> None:
+    try:
+        _drain_autograd_threads()
+    except RuntimeError:
+        pass  # a device that fails now: the queues below still finish
     # Queued work holds tensors; the last reference to one that Python also knew
     # needs the GIL to go, which a worker cannot take once Python finalizes (it would
     # be killed mid-task). Finish the queues while Python still runs.
