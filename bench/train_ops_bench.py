@@ -14,6 +14,12 @@ writes dx), silu_mul 8 (2 + 1 forward, 3 + 2 backward), rotary 4 (1 + 1, 1 + 1),
 are left out. --forward-only times the forward alone (bytes: 2 + 1 for silu_mul, 2 for the
 others). Times: CUDA events around a batch of calls, median
 of several batches, after a warm-up (the CPU: wall clock).
+
+--cuda-graph replays each variant's step from a CUDA graph (captured after a warm-up on a
+side stream): one launch a step, so the time is the device's and not the host's. Without
+it a step is as slow as its Python and autograd calls where those take longer than the
+kernels (on the GPU machine, a forward+backward of torch.add on tiny tensors costs about
+100 us of host time).
 """
 from __future__ import annotations
 
@@ -88,6 +94,20 @@ def fwd_bwd(forward, inputs):
     return step
 
 
+def graphed(step):
+    """`step` captured in a CUDA graph after a warm-up on a side stream; returns its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
 def profile_table(step, device) -> str:
     """The device kernels of one call of `step` (after a warm-up), with their times."""
     from torch.profiler import ProfilerActivity, profile
@@ -118,7 +138,10 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true", help="print each Backplane op's kernels (torch.profiler)")
     parser.add_argument("--forward-only", action="store_true", help="time the forward pass alone")
     parser.add_argument("--ops", default="", help="these ops only (default: all)")
+    parser.add_argument("--cuda-graph", action="store_true", help="time replays of a CUDA graph of each step")
     args = parser.parse_args(argv)
+    if args.cuda_graph and args.device != "cuda":
+        parser.error("--cuda-graph needs --device cuda")
     backplane.load(args.device)
     rows, to_profile = [], []
     print(f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, torch {torch.__version__}")
@@ -126,16 +149,20 @@ def main(argv=None) -> int:
         dtype = getattr(torch, dtype_name)
         copy = copy_gbps(args.device, dtype)
         print(f"\n{dtype_name}: copy_ {copy:.0f} GB/s")
-        print(f"{'op':<10} {'shape':<15} {'variant':<18} {'fwd us' if args.forward_only else 'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch")
+        print(f"{'op':<10} {'shape':<15} {'variant':<18} {'fwd us' if args.forward_only else 'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch"
+              + ("  (CUDA graph replays)" if args.cuda_graph else ""))
         for op, shape, nbytes, inputs, variants in workloads(args.device, dtype, args.rows):
             if args.ops and op not in args.ops.split(","):
                 continue
             variants["torch.compile"] = torch.compile(variants["eager composite"])
             if args.forward_only:
                 nbytes = nbytes * 3 // 8 if op == "silu_mul" else nbytes * 2 // (4 if op == "rotary" else 5)
-                times = {name: median_us(fn, args.device) for name, fn in variants.items()}
+                steps = dict(variants)
             else:
-                times = {name: median_us(fwd_bwd(fn, inputs), args.device) for name, fn in variants.items()}
+                steps = {name: fwd_bwd(fn, inputs) for name, fn in variants.items()}
+            if args.cuda_graph:
+                steps = {name: graphed(step) for name, step in steps.items()}
+            times = {name: median_us(step, args.device) for name, step in steps.items()}
             if args.profile:  # after every timing: the profiler slows the launches that follow it
                 step = variants["backplane"] if args.forward_only else fwd_bwd(variants["backplane"], inputs)
                 to_profile.append((f"{op} {shape} {dtype_name}", step))
@@ -145,7 +172,8 @@ def main(argv=None) -> int:
                 speedup = f"{best_torch / us:.2f}x" if name == "backplane" else ""
                 print(f"{op:<10} {shape:<15} {name:<18} {us:>11.1f} {gbps:>7.0f} {100 * gbps / copy:>6.0f}%  {speedup}")
                 rows.append({"op": op, "shape": shape, "dtype": dtype_name, "variant": name, "us": us,
-                             "gbps": gbps, "copy_gbps": copy, "passes": "forward" if args.forward_only else "forward+backward"})
+                             "gbps": gbps, "copy_gbps": copy, "passes": "forward" if args.forward_only else "forward+backward",
+                             "cuda_graph": args.cuda_graph})
             torch._dynamo.reset()
     for what, step in to_profile:
         print(f"\n{what}, Backplane, one {'forward' if args.forward_only else 'forward+backward'}:\n"
