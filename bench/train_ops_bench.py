@@ -160,12 +160,10 @@ def main(argv=None) -> int:
                 steps = dict(variants)
             else:
                 steps = {name: fwd_bwd(fn, inputs) for name, fn in variants.items()}
-            if args.cuda_graph:
-                steps = {name: graphed(step) for name, step in steps.items()}
-            times = {name: median_us(step, args.device) for name, step in steps.items()}
+            timed = {name: graphed(step) for name, step in steps.items()} if args.cuda_graph else steps
+            times = {name: median_us(step, args.device) for name, step in timed.items()}
             if args.profile:  # after every timing: the profiler slows the launches that follow it
-                step = variants["backplane"] if args.forward_only else fwd_bwd(variants["backplane"], inputs)
-                to_profile.append((f"{op} {shape} {dtype_name}", step))
+                to_profile.append((f"{op} {shape} {dtype_name}", steps["backplane"]))
             best_torch = min(t for name, t in times.items() if name != "backplane")
             for name, us in times.items():
                 gbps = nbytes / us / 1e3
