@@ -433,6 +433,30 @@ main()
         assert done.returncode == 0, f"run {run}: exit status {done.returncode}\n{done.stderr[-2000:]}"
 
 
+def test_exit_drain_starts_no_autograd_threads():
+    # The exit-time drain runs a backward only where PyTorch's autograd device threads
+    # exist already: threads it started would each take the GIL while Python finalizes,
+    # and abort the process. After a backward, it drains every npu index's thread.
+    done = _run_alone("""
+import os, backplane_npu
+def autograd_threads():
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    return sorted(n for n in names if n.startswith("pt_autograd_"))
+x = torch.ones(4, device="npu")
+torch.ops.backplane.scale_(x, 2.0)
+backplane_npu._drain_at_exit()
+print("without a backward:", autograd_threads())
+a = torch.ones(4, device="npu", requires_grad=True)
+torch.add(a, a).sum().backward()
+backplane_npu._drain_at_exit()
+print("after a backward:", len(backplane_npu._exit_backward_tensors), "drained")
+""", timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "without a backward: []", done.stdout
+    assert lines[1] == "after a backward: 2 drained", done.stdout
+
+
 def test_out_overlap_is_refused_on_npu():
     t = torch.randn(14, device="npu")
     with pytest.raises(ValueError, match="backplane::sin_out: argument 'out' partially overlaps input 'x'"):

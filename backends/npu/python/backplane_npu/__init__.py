@@ -75,24 +75,45 @@ def on_load(plugin_path: str) -> None:
 _exit_backward_tensors: list = []
 
 
+def _autograd_device_threads_started() -> bool:
+    # PyTorch starts its per-device autograd threads at the first backward that needs
+    # them and names each "pt_autograd_<index>" once it is past taking the GIL. Linux
+    # only (/proc); elsewhere this answers False and nothing is drained.
+    try:
+        import os
+
+        names = []
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                names.append(comm.read())
+    except OSError:
+        return False
+    return any(name.startswith("pt_autograd_") for name in names)
+
+
 def _drain_autograd_threads() -> None:
-    # PyTorch runs an npu tensor's backward on an autograd thread per device, which drops
-    # the finished graph task just after waking the caller. If the task held the last
-    # reference to a tensor Python knew, that drop needs the GIL; once finalization has
-    # begun, taking it ends the thread mid-unwind and the process aborts ("terminate
-    # called without an active exception", seen in 2 of 3 runs of bench/host_cost.py
-    # --device npu: torch's decref checks Py_IsInitialized only). A backward through each
-    # device's thread queues behind any such drop and waits for it; its own task holds
-    # nothing Python owns.
+    # PyTorch runs an npu tensor's backward on an autograd thread per device index, which
+    # drops the finished graph task just after waking the caller. The task keeps a copy of
+    # the caller's thread-local state, and torch.autograd's Python entry stashes a
+    # contextvars.Context there, so that drop needs the GIL. Once finalization has begun,
+    # taking it ends the thread mid-unwind and the process aborts ("terminate called
+    # without an active exception"; 2 of 3 runs of bench/host_cost.py --device npu, 1 in
+    # 6 of a 300-step loop). A backward queued behind it on each index waits for the drop.
+    # This backward enters the engine directly, so its own task stashes no Context and its
+    # drop needs nothing from Python. It runs only where the threads exist already:
+    # starting them now would have each take the GIL while Python finalizes.
+    if not _autograd_device_threads_started():
+        return
     import warnings
 
+    run_backward = torch.autograd.Variable._execution_engine.run_backward
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for index in range(device_count()):
             x = torch.zeros((), device=f"npu:{index}", requires_grad=True)
             y, grad = x.clone(), torch.ones((), device=f"npu:{index}")  # grad given: one made inside would be dropped there
             _exit_backward_tensors.append((x, y, grad))
-            torch.autograd.backward(y, grad)
+            run_backward((y,), (grad,), keep_graph=False, create_graph=False, inputs=(), allow_unreachable=True, accumulate_grad=True)
 
 
 def _drain_at_exit() -> None:
