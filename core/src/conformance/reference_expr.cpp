@@ -12,8 +12,8 @@
 namespace backplane::conformance {
 
 struct ReferenceExpr::Node {
-  enum class Kind { Call, Name, Index, Literal, List } kind;
-  std::string name;      // Call: "aten::add"; Name/Index: the argument
+  enum class Kind { Call, Name, Index, Literal, List, Dtype } kind;
+  std::string name;      // Call: "aten::add"; Name/Index/Dtype: the argument
   std::string overload;  // Call
   // Call: the op, found on first evaluation (ops are never removed, and a backward formula
   // runs at every backward: no lookup each time).
@@ -98,6 +98,7 @@ class Parser {
       }
       return node;
     }
+    if (text_.compare(pos_, 1, "(") == 0) return builtin(name);
     node->name = name;
     if (eat('[')) {
       node->kind = Node::Kind::Index;
@@ -106,6 +107,19 @@ class Parser {
     } else {
       node->kind = Node::Kind::Name;
     }
+    return node;
+  }
+
+  // The one function without a namespace: dtype(t), t's dtype as a ScalarType argument
+  // (aten::_softmax_backward_data's input_dtype).
+  NodePtr builtin(const std::string& name) {
+    if (name != "dtype")
+      fail("unknown function '" + name + "'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)");
+    expect('(');
+    auto node = std::make_shared<Node>();
+    node->kind = Node::Kind::Dtype;
+    node->name = identifier();
+    expect(')');
     return node;
   }
 
@@ -192,6 +206,12 @@ c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& nam
       if (i < 0 || i >= static_cast<int64_t>(list.size()))
         throw std::invalid_argument("reference: " + node.name + "[" + std::to_string(node.index) + "] is out of range");
       return c10::IValue(list[i]);
+    }
+    case Node::Kind::Dtype: {
+      auto it = names.find(node.name);
+      if (it == names.end() || !it->second.isTensor())
+        throw std::invalid_argument("reference: dtype(" + node.name + ") names no Tensor argument of the op");
+      return c10::IValue(it->second.toTensor().scalar_type());
     }
     case Node::Kind::List: {  // int[] (dims, sizes) or Tensor[] (aten::cat)
       std::vector<c10::IValue> items;

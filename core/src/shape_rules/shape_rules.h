@@ -27,5 +27,6 @@ std::vector<c10::SymInt> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> 
 std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 std::vector<c10::SymInt> rms_norm_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 std::vector<c10::SymInt> rotary_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
+std::vector<c10::SymInt> softmax_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 
 }  // namespace backplane

@@ -10,6 +10,7 @@ const std::map<std::string, CustomShapeRule>& rules() {
       {"rms_norm", &rms_norm_shape},
       {"rms_norm_backward", &rms_norm_backward_shape},
       {"rotary", &rotary_shape},
+      {"softmax_backward", &softmax_backward_shape},
   };
   return table;
 }

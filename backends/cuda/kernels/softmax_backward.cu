@@ -1,0 +1,151 @@
+// softmax_backward over the last dimension: per row, dot = sum(grad * y), then
+// y * (grad - dot), accumulated in float (double for float64).
+//
+// Two kernels, picked per call, as softmax's forward:
+// - register rows: a block per row, grid-stride over rows. Each thread loads its kVecs
+//   16-byte vectors of grad and of y at once and keeps them in registers, so each is read
+//   from memory once: block sum of grad * y, then the result stored. Needs contiguous
+//   rows of whole vectors, 16-byte aligned, and at most kMaxThreads * kMaxVecs vectors a
+//   row (16384 float32, 32768 bfloat16).
+// - two passes (anything else: longer rows, odd lengths, misaligned rows): one 256-thread
+//   block per row, the dot product, then the write; the second pass mostly reads from L2.
+// Non-contiguous grad or y is made contiguous first (one copy each).
+#include "launch_config.cuh"
+#include "row_reduce.cuh"
+#include "vector_access.cuh"
+
+#include <backplane/kernel.h>
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <array>
+
+namespace backplane::cuda {
+namespace {
+
+constexpr int kTwoPassThreads = 256;
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxWarps = kMaxThreads / kWarpSize;
+// 16-byte vectors of each input a thread holds: 4 (32 registers of loaded data).
+constexpr int kMaxVecs = 4;
+
+template <typename scalar_t, int kVecs>
+__global__ void __launch_bounds__(kMaxThreads)
+    register_rows_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
+                         scalar_t* __restrict__ out, int64_t rows, int64_t n) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using vec_t = Vec16<scalar_t>;
+  constexpr int V = kVectorWidth<scalar_t>;
+  __shared__ acc_t scratch[2][kMaxWarps];
+  const int nvec = static_cast<int>(n / V);
+  int parity = 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const auto* gr = reinterpret_cast<const vec_t*>(grad + r * n);
+    const auto* yr = reinterpret_cast<const vec_t*>(y + r * n);
+    vec_t g[kVecs], yv[kVecs];
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j < nvec) {
+        g[k] = gr[j];
+        yv[k] = yr[j];
+      }
+    }
+    acc_t local_dot = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (threadIdx.x + k * blockDim.x >= nvec) continue;
+#pragma unroll
+      for (int e = 0; e < V; ++e) local_dot += static_cast<acc_t>(g[k].v[e]) * static_cast<acc_t>(yv[k].v[e]);
+    }
+    const acc_t dot = block_sum<kMaxWarps>(local_dot, scratch[parity]);
+    parity ^= 1;
+    auto* outr = reinterpret_cast<vec_t*>(out + r * n);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int j = threadIdx.x + k * blockDim.x;
+      if (j >= nvec) continue;
+      vec_t o;
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        o.v[e] = static_cast<scalar_t>(static_cast<acc_t>(yv[k].v[e]) * (static_cast<acc_t>(g[k].v[e]) - dot));
+      outr[j] = o;
+    }
+  }
+}
+
+template <typename scalar_t>
+__global__ void __launch_bounds__(kTwoPassThreads)
+    two_pass_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y, scalar_t* __restrict__ out,
+                    int64_t n) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int kWarps = kTwoPassThreads / kWarpSize;
+  __shared__ acc_t scratch[kWarps];
+  const int64_t offset = static_cast<int64_t>(blockIdx.x) * n;
+  acc_t local_dot = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    local_dot += static_cast<acc_t>(grad[offset + i]) * static_cast<acc_t>(y[offset + i]);
+  const acc_t dot = block_sum<kWarps>(local_dot, scratch);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    out[offset + i] = static_cast<scalar_t>(static_cast<acc_t>(y[offset + i]) * (static_cast<acc_t>(grad[offset + i]) - dot));
+}
+
+int round_up_to_warps(int64_t threads) {
+  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
+}
+
+// A grid of the blocks resident at once (cached per kernel, thread count and device),
+// at most one per row.
+template <typename scalar_t, int kVecs>
+void launch_register_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t rows, int64_t n,
+                          int64_t nvec, c10::DeviceIndex device, cudaStream_t stream) {
+  static std::array<PerDeviceCache, kMaxWarps + 1> resident;
+  const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
+  const auto kernel = register_rows_kernel<scalar_t, kVecs>;
+  const int64_t grid =
+      std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize), device, kernel, threads));
+  kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(grad, y, out, rows, n);
+}
+
+template <typename scalar_t>
+void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Tensor& out, int64_t rows, int64_t n) {
+  constexpr int V = kVectorWidth<scalar_t>;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const scalar_t* grad = gc.const_data_ptr<scalar_t>();
+  const scalar_t* y = yc.const_data_ptr<scalar_t>();
+  scalar_t* o = out.mutable_data_ptr<scalar_t>();
+  const int64_t nvec = n / V;
+  const bool vectors = n % V == 0 && is_vector_aligned(grad) && is_vector_aligned(y) && is_vector_aligned(o) &&
+                       nvec <= kMaxThreads * kMaxVecs;
+  const c10::DeviceIndex device = out.device().index();
+  // About 256 threads a row where that covers it; longer rows take more threads (up to
+  // 1024) before more vectors per thread.
+  if (!vectors) {
+    two_pass_kernel<scalar_t><<<static_cast<unsigned>(rows), kTwoPassThreads, 0, stream>>>(grad, y, o, n);
+  } else if (nvec <= 256) {
+    launch_register_rows<scalar_t, 1>(grad, y, o, rows, n, nvec, device, stream);
+  } else if (nvec <= 2 * kMaxThreads) {
+    launch_register_rows<scalar_t, 2>(grad, y, o, rows, n, nvec, device, stream);
+  } else {
+    launch_register_rows<scalar_t, kMaxVecs>(grad, y, o, rows, n, nvec, device, stream);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void softmax_backward(at::Tensor& out, const at::Tensor& grad, const at::Tensor& y) {
+  const at::Tensor gc = grad.contiguous(), yc = y.contiguous();
+  const int64_t n = y.dim() == 0 ? 1 : y.size(-1);
+  const int64_t rows = yc.numel() / n;
+  TORCH_CHECK(rows <= INT32_MAX, "backplane::softmax_backward: at most 2^31 - 1 rows on CUDA, found ", rows);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "backplane_softmax_backward_cuda",
+                                  [&] { launch_softmax_backward<scalar_t>(gc, yc, out, rows, n); });
+}
+
+}  // namespace backplane::cuda
+
+BACKPLANE_KERNEL(CUDA, softmax_backward, backplane::cuda::softmax_backward)

@@ -1,0 +1,18 @@
+// softmax_backward(grad, y): grad must have the sizes of y (softmax's output); so has
+// the result. Zero-dimensional y is allowed, as softmax allows a zero-dimensional x.
+#include "shape_rules.h"
+
+#include <c10/util/Exception.h>
+
+namespace backplane {
+
+std::vector<c10::SymInt> softmax_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
+  const at::Tensor& grad = args[op.arg_index("grad")].toTensor();
+  const at::Tensor& y = args[op.arg_index("y")].toTensor();
+  bool same = grad.dim() == y.dim();
+  for (int64_t d = 0; same && d < y.dim(); ++d) same = grad.sym_size(d).sym_eq(y.sym_size(d)).expect_true(__FILE__, __LINE__);
+  TORCH_CHECK_VALUE(same, op.qualified_name(), ": grad must have y's sizes ", y.sym_sizes(), ", found ", grad.sym_sizes());
+  return y.sym_sizes().vec();
+}
+
+}  // namespace backplane
