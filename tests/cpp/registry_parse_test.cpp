@@ -195,6 +195,16 @@ TEST(RegistryErrors, BackwardMustNameTensorArgumentsAndParse) {
                "test.yaml:6:15", "derivatives of ops that write an argument are not supported yet");
 }
 
+// dtype(t) is the grammar's one function without a namespace; any other is refused by name.
+TEST(RegistryErrors, UnknownFunctionInAFormulaIsNamed) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: {x: \"mul(grad, 2)\"}\n"),
+               "test.yaml:6:19", "unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)");
+  const Registry r = parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                                            "    backward: {x: \"aten::_softmax_backward_data(grad, x, -1, dtype(x))\"}\n"),
+                                    "test.yaml");
+  EXPECT_EQ(r.ops()[0].backward.at("x").formula, "aten::_softmax_backward_data(grad, x, -1, dtype(x))");
+}
+
 TEST(RegistryErrors, ShapeRuleNamesUnknownArgument) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: y}"), "test.yaml:5:22",
                "shape rule 'same_as' names argument 'y', but 'twice' has arguments: x");
