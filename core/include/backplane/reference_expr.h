@@ -3,8 +3,10 @@
 // e.g. `aten::add.Tensor(a, b, alpha=alpha)` or
 // `aten::narrow(aten::narrow(img, -2, box[0], box[2]), -1, box[1], box[3])`.
 //
-// Grammar: expr := call | name | name '[' int ']' | number | true | false | None
-//                 | '[' expr, ... ']';  call := ns::op[.overload]( [name=]expr, ... ).
+// Grammar: expr := call | name | name '[' int ']' | dtype '(' name ')' | number | true
+//                 | false | None | '[' expr, ... ']';  call := ns::op[.overload]( [name=]expr, ... ).
+// dtype(t) is tensor argument t's dtype, for a ScalarType argument
+// (aten::_softmax_backward_data's input_dtype).
 // A call resolves its overload exactly as written (no overload: the default one) and
 // fills arguments left out from the schema's defaults. A list holds ints (dims, sizes)
 // or tensors (aten::cat's Tensor[]). Limits: no arithmetic, no tuples; a call's first

@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import os
 import sys
 
 import torch
@@ -80,15 +81,17 @@ def _autograd_device_threads_started() -> bool:
     # them and names each "pt_autograd_<index>" once it is past taking the GIL. Linux
     # only (/proc); elsewhere this answers False and nothing is drained.
     try:
-        import os
-
-        names = []
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                names.append(comm.read())
+        tasks = os.listdir("/proc/self/task")
     except OSError:
         return False
-    return any(name.startswith("pt_autograd_") for name in names)
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                if comm.read().startswith("pt_autograd_"):
+                    return True
+        except OSError:
+            continue  # a thread that ended since the listing
+    return False
 
 
 def _drain_autograd_threads() -> None:
@@ -107,20 +110,24 @@ def _drain_autograd_threads() -> None:
     import warnings
 
     run_backward = torch.autograd.Variable._execution_engine.run_backward
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), torch.enable_grad():  # a program may have turned gradients off
         warnings.simplefilter("ignore")
         for index in range(device_count()):
-            x = torch.zeros((), device=f"npu:{index}", requires_grad=True)
-            y, grad = x.clone(), torch.ones((), device=f"npu:{index}")  # grad given: one made inside would be dropped there
-            _exit_backward_tensors.append((x, y, grad))
-            run_backward((y,), (grad,), keep_graph=False, create_graph=False, inputs=(), allow_unreachable=True, accumulate_grad=True)
+            try:
+                x = torch.zeros((), device=f"npu:{index}", requires_grad=True)
+                y, grad = x.clone(), torch.ones((), device=f"npu:{index}")  # grad given: one made inside would be dropped there
+                _exit_backward_tensors.append((x, y, grad))
+                run_backward((y,), (grad,), keep_graph=False, create_graph=False, inputs=(), allow_unreachable=True,
+                             accumulate_grad=True)
+            except RuntimeError:
+                continue  # a device that fails now: drain the others
 
 
 def _drain_at_exit() -> None:
     try:
         _drain_autograd_threads()
-    except RuntimeError:
-        pass  # a device that fails now: the queues below still finish
+    except Exception:  # noqa: BLE001  (a torch without this private API: the queues below still finish)
+        pass
     # Queued work holds tensors; the last reference to one that Python also knew
     # needs the GIL to go, which a worker cannot take once Python finalizes (it would
     # be killed mid-task). Finish the queues while Python still runs.
