@@ -157,10 +157,6 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_strided_kernel(RmsNor
   }
 }
 
-int round_up_to_warps(int64_t threads) {
-  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
-}
-
 template <typename scalar_t, int kVecs>
 void launch_warp(const RmsNormParams<scalar_t>& p, cudaStream_t stream) {
   const int64_t rows_per_block = kRowThreads / kWarpSize;

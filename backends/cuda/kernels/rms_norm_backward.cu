@@ -206,10 +206,6 @@ __global__ void __launch_bounds__(kColumns* kSlices)
   }
 }
 
-int round_up_to_warps(int64_t threads) {
-  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
-}
-
 // Runs a rows kernel with a grid of the blocks that fit on the device at once (cached
 // per kernel, thread count and device); returns its blocks' dweight sums ([blocks, n]).
 template <auto Kernel, typename scalar_t>

@@ -3,9 +3,17 @@
 // of additions is fixed, so a row's result is the same on every run.
 #pragma once
 
+#include <cstdint>
+
 namespace backplane::cuda {
 
 constexpr int kWarpSize = 32;
+
+// Threads for a row kernel: `threads` rounded up to whole warps (the block reductions
+// below need a multiple of 32).
+inline int round_up_to_warps(int64_t threads) {
+  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
+}
 
 template <typename acc_t>
 __device__ __forceinline__ acc_t warp_sum(acc_t v) {

@@ -118,10 +118,6 @@ __global__ void __launch_bounds__(kThreePassThreads)
     yr[i] = static_cast<scalar_t>(exp_of(static_cast<acc_t>(xr[i]) - max) * inv);
 }
 
-int round_up_to_warps(int64_t threads) {
-  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
-}
-
 // A grid of the blocks resident at once (cached per kernel, thread count and device),
 // at most one per row.
 template <typename scalar_t, int kVecs>

@@ -93,10 +93,6 @@ __global__ void __launch_bounds__(kTwoPassThreads)
     out[offset + i] = static_cast<scalar_t>(static_cast<acc_t>(y[offset + i]) * (static_cast<acc_t>(grad[offset + i]) - dot));
 }
 
-int round_up_to_warps(int64_t threads) {
-  return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
-}
-
 // A grid of the blocks resident at once (cached per kernel, thread count and device),
 // at most one per row.
 template <typename scalar_t, int kVecs>
