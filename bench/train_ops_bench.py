@@ -1,19 +1,24 @@
-"""Forward + backward of the training ops, side by side in one process: the Backplane op
-(its registry backward), PyTorch eager (the composite, and F.rms_norm for rms_norm) and
-torch.compile of the composite, with the device's copy_ bandwidth measured in the same run.
+"""Forward + backward of every registry op with a `backward:`, side by side in one process:
+the Backplane op (its registry backward), PyTorch's side as the registry states it (the op's
+`baseline:`, PyTorch's fused op, where it has one, e.g. aten::rms_norm; its `reference:`,
+e.g. the composite formula) and torch.compile of the reference, with the device's copy_
+bandwidth measured in the same run. Ops, shapes and PyTorch's side all come from the
+registry: a new op with a `backward:` and `bench:` presets is timed with no code here.
 
-    python bench/train_ops_bench.py --device cuda [--dtypes float32,bfloat16] [--json out.json] [--profile]
+    python bench/train_ops_bench.py --device cuda [--ops rms_norm,softmax] [--shapes NAME,...|all]
+        [--dtypes float32,bfloat16] [--json out.json] [--profile] [--cuda-graph] [--forward-only]
 
---profile also prints, per op and dtype, the device kernels one forward+backward of the
-Backplane op runs and their times (torch.profiler): where a slow row's time goes.
+Shapes: the op's `bench:` presets in the contiguous layout; by default the largest of each
+op (--shapes all: every one; or preset names). --profile also prints, per row, the device
+kernels one forward+backward of the Backplane op runs and their times (torch.profiler).
 
-GB/s (10^9 bytes) counts the minimum each pass must move, as the issue defines it:
-rms_norm 5 tensors of x's size (forward reads x, writes y; backward reads grad and x,
-writes dx), silu_mul 8 (2 + 1 forward, 3 + 2 backward), rotary 4 (1 + 1, 1 + 1), softmax 5
-(1 + 1 forward; backward reads grad and y, writes dx); the small weight and cos/sin caches
-are left out. --forward-only times the forward alone (bytes: 2 + 1 for silu_mul, 2 for the
-others). Times: CUDA events around a batch of calls, median
-of several batches, after a warm-up (the CPU: wall clock).
+GB/s (10^9 bytes) counts the least each pass must move: the forward reads every Tensor
+argument and writes the output; the backward reads the output's gradient and the tensors
+its `backward:` formulas name (`result`: the output) and writes one gradient per
+differentiable argument (rms_norm: 5 tensors of x's size, plus the weight's; silu_mul 8;
+rotary 4, plus the cos and sin caches; softmax 5). --forward-only times the forward alone.
+Times: CUDA events around a batch of calls, median of several batches, after a warm-up (the
+CPU: wall clock).
 
 --cuda-graph replays each variant's step from a CUDA graph (captured after a warm-up on a
 side stream): one launch a step, so the time is the device's and not the host's. Without
@@ -29,55 +34,74 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import backplane  # noqa: E402
+from backplane.formula import Formula  # noqa: E402
 from python_bench import device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
 
-EPS = 1e-6
+
+def chosen_presets(op, shapes: str):
+    """The op's contiguous bench presets that `shapes` selects ("" : the largest)."""
+    presets = [p for p in op.bench if not p.get("layout")]
+
+    def elements(preset):
+        total = 0
+        for name, sizes in preset["args"].items():
+            if name in op.tensor_args:
+                n = 1
+                for s in sizes:
+                    n *= s
+                total += n
+        return total
+
+    if shapes == "all":
+        return presets
+    if shapes:
+        return [p for p in presets if p["name"] in shapes.split(",")]
+    return [max(presets, key=elements)] if presets else []
 
 
-def plain_rotary(x, cos, sin):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
-
-
-def workloads(device, dtype, rows=8192):
-    """(op, shape text, bytes moved, inputs needing grad, {variant: forward fn}); `rows`
-    scales the leading dimension (8192: the issue's shapes)."""
+def workloads(device, dtype, ops: str, shapes: str):
+    """(op, preset, bytes moved forward, backward, inputs needing grad, {variant: forward fn})
+    for every registry op with a backward that this device's backend implements in dtype."""
     g = torch.Generator(device="cpu").manual_seed(0)
+    dtype_name = str(dtype).removeprefix("torch.")
+    for op in backplane.ops():
+        if not op.differentiable or (ops and op.name not in ops.split(",")):
+            continue
+        if dtype_name not in op.backends.get(device, ()):
+            continue  # not implemented there (or not loaded)
+        packet = backplane.torch_op(op.name)
+        schema = packet.default._schema
+        reference = Formula.parse(op.reference)
+        baseline = Formula.parse(op.baseline) if op.baseline else None
+        read_backward = set().union(*(Formula.parse(f).names() for f in set(op.backward.values())))
+        for preset in chosen_presets(op, shapes):
+            values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+            for name, given in preset["args"].items():
+                if name in op.tensor_args:
+                    given = torch.randn(given, generator=g).to(device=device, dtype=dtype)
+                    given.requires_grad_(name in op.differentiable)
+                values[name] = given
+            args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
+            kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
+            output = packet(*args, **kwargs)
 
-    def rand(*shape, grad=True):
-        return torch.randn(*shape, generator=g).to(device=device, dtype=dtype).requires_grad_(grad)
+            def nbytes(t):
+                return t.numel() * t.element_size()
 
-    size = torch.tensor([], dtype=dtype).element_size()
-    x, w = rand(rows, 4096), rand(4096)
-    yield ("rms_norm", f"{rows}x4096", 5 * x.numel() * size, (x, w), {
-        "backplane": lambda: torch.ops.backplane.rms_norm(x, w, EPS),
-        "F.rms_norm": lambda: F.rms_norm(x, (4096,), w, EPS),
-        "eager composite": lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w,
-    })
-    gate, up = rand(rows, 14336), rand(rows, 14336)
-    yield ("silu_mul", f"{rows}x14336", 8 * gate.numel() * size, (gate, up), {
-        "backplane": lambda: torch.ops.backplane.silu_mul(gate, up),
-        "eager composite": lambda: F.silu(gate) * up,
-    })
-    q = rand(4, 32, rows // 4, 128)
-    angles = torch.rand(rows // 4, 64, generator=g).to(device) * 100
-    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
-    yield ("rotary", f"4x32x{rows // 4}x128", 4 * q.numel() * size, (q,), {
-        "backplane": lambda: torch.ops.backplane.rotary(q, cos, sin),
-        "eager composite": lambda: plain_rotary(q, cos, sin),
-    })
-    # softmax: attention scores and one decoding step's logits (the registry's bench presets).
-    for shape in ((rows // 2, 4096), (32, 32000)):
-        s = rand(*shape)
-        yield ("softmax", "x".join(map(str, shape)), 5 * s.numel() * size, (s,), {
-            "backplane": lambda s=s: torch.ops.backplane.softmax(s),
-            "torch.softmax": lambda s=s: torch.softmax(s, -1),
-            "eager composite": lambda s=s: (s - s.amax(-1, keepdim=True)).exp() / (s - s.amax(-1, keepdim=True)).exp().sum(-1, keepdim=True),
-        })
+            forward = sum(nbytes(values[n]) for n in op.tensor_args) + nbytes(output)
+            backward = (nbytes(output)  # grad
+                        + sum(nbytes(values[n]) for n in op.tensor_args if n in read_backward)
+                        + (nbytes(output) if "result" in read_backward else 0)
+                        + sum(nbytes(values[n]) for n in op.differentiable))
+            variants = {"backplane": lambda packet=packet, args=args, kwargs=kwargs: packet(*args, **kwargs)}
+            if baseline:
+                variants["baseline"] = lambda f=baseline, v=values: f(**v)
+            variants["reference"] = lambda f=reference, v=values: f(**v)
+            inputs = tuple(values[n] for n in op.differentiable)
+            yield op.name, preset["name"], forward, backward, inputs, variants
 
 
 def median_us(fn, device):
@@ -133,7 +157,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtypes", default="float32,bfloat16")
-    parser.add_argument("--rows", type=int, default=8192, help="leading dimension (default: the issue's shapes)")
+    parser.add_argument("--shapes", default="", help="bench presets by name, or all (default: each op's largest)")
     parser.add_argument("--json")
     parser.add_argument("--profile", action="store_true", help="print each Backplane op's kernels (torch.profiler)")
     parser.add_argument("--forward-only", action="store_true", help="time the forward pass alone")
@@ -149,16 +173,15 @@ def main(argv=None) -> int:
         dtype = getattr(torch, dtype_name)
         copy = copy_gbps(args.device, dtype)
         print(f"\n{dtype_name}: copy_ {copy:.0f} GB/s")
-        print(f"{'op':<10} {'shape':<15} {'variant':<18} {'fwd us' if args.forward_only else 'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch"
+        print(f"{'op':<14} {'shape':<22} {'variant':<14} {'fwd us' if args.forward_only else 'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch"
               + ("  (CUDA graph replays)" if args.cuda_graph else ""))
-        for op, shape, nbytes, inputs, variants in workloads(args.device, dtype, args.rows):
-            if args.ops and op not in args.ops.split(","):
-                continue
-            variants["torch.compile"] = torch.compile(variants["eager composite"])
+        for op, shape, forward_bytes, backward_bytes, inputs, variants in workloads(args.device, dtype, args.ops, args.shapes):
+            variants["torch.compile"] = torch.compile(variants["reference"])
             if args.forward_only:
-                nbytes = nbytes * 3 // 8 if op == "silu_mul" else nbytes * 2 // (4 if op == "rotary" else 5)
+                nbytes = forward_bytes
                 steps = dict(variants)
             else:
+                nbytes = forward_bytes + backward_bytes
                 steps = {name: fwd_bwd(fn, inputs) for name, fn in variants.items()}
             timed = {name: graphed(step) for name, step in steps.items()} if args.cuda_graph else steps
             times = {name: median_us(step, args.device) for name, step in timed.items()}
@@ -168,7 +191,7 @@ def main(argv=None) -> int:
             for name, us in times.items():
                 gbps = nbytes / us / 1e3
                 speedup = f"{best_torch / us:.2f}x" if name == "backplane" else ""
-                print(f"{op:<10} {shape:<15} {name:<18} {us:>11.1f} {gbps:>7.0f} {100 * gbps / copy:>6.0f}%  {speedup}")
+                print(f"{op:<14} {shape:<22} {name:<14} {us:>11.1f} {gbps:>7.0f} {100 * gbps / copy:>6.0f}%  {speedup}")
                 rows.append({"op": op, "shape": shape, "dtype": dtype_name, "variant": name, "us": us,
                              "gbps": gbps, "copy_gbps": copy, "passes": "forward" if args.forward_only else "forward+backward",
                              "cuda_graph": args.cuda_graph})

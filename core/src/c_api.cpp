@@ -55,7 +55,10 @@ std::string inputs_json(const std::vector<OpInputs>& list) {
   for (const auto& in : list) {
     json::Object args;
     for (const auto& [name, value] : in.args) args.raw(name, ivalue_json(value));
-    items.push_back(json::Object().str("name", in.name).raw("args", args.done()).done());
+    json::Object item;
+    item.str("name", in.name).raw("args", args.done());
+    if (!in.layout.empty()) item.str("layout", in.layout);  // bench presets: every Tensor argument's layout
+    items.push_back(item.done());
   }
   return json::array(items);
 }
@@ -81,6 +84,8 @@ std::string ops_json() {
                           .raw("implemented", cell.implemented ? "true" : "false")
                           .raw("dtypes", json::list(cell.dtypes))
                           .done());
+    json::Object backward;  // argument -> its formula (a key naming several: each of them)
+    for (const auto& [arg, gradient] : def.backward) backward.str(arg, gradient.formula);
     rows.push_back(json::Object()
                        .str("name", row.op)
                        .str("namespace", def.ns)
@@ -92,6 +97,8 @@ std::string ops_json() {
                        .raw("tensor_args", json::list(def.tensor_args))
                        .raw("differentiable", json::list(differentiable_args(def)))
                        .str("reference", def.checks.reference)
+                       .str("baseline", def.checks.baseline)
+                       .raw("backward", backward.done())
                        .raw("samples", inputs_json(def.checks.samples))
                        .raw("bench", inputs_json(def.checks.bench))
                        .done());

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._native import BackendError, BackendNameError, core, lib_dir
 from backplane_plugins import add_entry_point_plugins
@@ -55,6 +55,8 @@ class OpInfo:
     tensor_args: tuple[str, ...] = ()
     differentiable: tuple[str, ...] = ()  # the Tensor arguments with a `backward:` formula
     reference: str = ""  # the PyTorch call the conformance suite compares against
+    baseline: str = ""  # PyTorch's fused op the bench times beside it, where the reference is not one
+    backward: dict[str, str] = field(default_factory=dict)  # Tensor argument -> its gradient formula
     # Registry inputs: {"name", "args": {arg: sizes for Tensors, else the value}}
     samples: tuple[dict, ...] = ()
     bench: tuple[dict, ...] = ()
@@ -135,6 +137,8 @@ def ops() -> list[OpInfo]:
             tensor_args=tuple(row["tensor_args"]),
             differentiable=tuple(row["differentiable"]),
             reference=row["reference"],
+            baseline=row["baseline"],
+            backward=dict(row["backward"]),
             samples=tuple(row["samples"]),
             bench=tuple(row["bench"]),
             namespace=row["namespace"],

@@ -1,0 +1,59 @@
+"""backplane.formula: the registry's call grammar in Python (what bench/train_ops_bench.py
+times as PyTorch's side). Each op's reference, evaluated here in float64, must give what the
+op gives on its first registry sample; bad formulas are refused naming the column."""
+import re
+
+import pytest
+import torch
+
+import backplane
+from backplane.formula import Formula, FormulaError
+
+from samples import op_names, results
+
+
+@pytest.mark.parametrize("name", op_names())
+def test_reference_agrees_with_the_op(name):
+    op = next(o for o in backplane.ops() if o.name == name)
+    if not op.reference:
+        pytest.skip(f"{name} has no reference")
+    packet = backplane.torch_op(name)
+    schema = packet.default._schema
+    g = torch.Generator().manual_seed(0)
+    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+    for arg, given in op.samples[0]["args"].items():
+        values[arg] = torch.randn(given, generator=g, dtype=torch.float64) if arg in op.tensor_args else given
+    expected = Formula.parse(op.reference)(**{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in values.items()})
+    args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
+    kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
+    got = results(packet, packet(*args, **kwargs), args, kwargs)
+    expected = expected if isinstance(expected, (list, tuple)) else [expected]
+    assert len(got) == len(expected)
+    for g_, e in zip(got, expected):
+        torch.testing.assert_close(g_, e)
+
+
+def test_names_dtype_index_and_keywords():
+    f = Formula.parse("aten::_softmax_backward_data(grad, y, -1, dtype(y))")
+    assert f.names() == {"grad", "y"}
+    g, y = torch.randn(2, 5), torch.softmax(torch.randn(2, 5), -1)
+    torch.testing.assert_close(f(grad=g, y=y), torch._softmax_backward_data(g, y, -1, torch.float32))
+    crop = Formula.parse("aten::narrow(img, -1, box[1], box[3])")
+    assert crop(img=torch.arange(10.0).reshape(2, 5), box=[0, 1, 2, 3]).tolist() == [[1.0, 2.0, 3.0], [6.0, 7.0, 8.0]]
+    add = Formula.parse("aten::add.Tensor(a, b, alpha=alpha)")
+    assert add(a=torch.ones(2), b=torch.ones(2), alpha=2.5).tolist() == [3.5, 3.5]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("mul(grad, 2)", "column 4: unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)"),
+    ("aten::mul(grad", "column 15: expected )"),
+    ("aten::add.Tensor(a, b) x", "column 24: unexpected 'x'"),
+])
+def test_bad_formulas_are_refused_naming_the_column(text, message):
+    with pytest.raises(FormulaError, match=re.escape(f"formula '{text}', {message}")):
+        Formula.parse(text)
+
+
+def test_a_name_not_given_is_named():
+    with pytest.raises(FormulaError, match="formula 'aten::neg.default\\(x\\)' reads 'x', which was not given"):
+        Formula.parse("aten::neg.default(x)")()
