@@ -101,7 +101,7 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
   for (const at::Tensor& t : wanting_grad) edges.push_back(torch::autograd::impl::gradient_edge(t));
   NodePtr node;
   if (without_formula.empty()) {
-    node = make_node<FormulaBackward>(def, plan, op, args, wanting_positions);
+    node = make_node<FormulaBackward>(def, plan, args, wanting_positions);
     node->set_next_edges(std::move(edges));
   } else {
     node = make_node<torch::autograd::Error>(
@@ -127,6 +127,12 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
     const at::Tensor& out = value.toTensor();
     if (is_written(schema.returns()[i]) || !torch::autograd::isDifferentiableType(out.scalar_type())) continue;
     torch::autograd::set_history(out, node);
+  }
+  // `result` in a formula is the first output: saved rather than computed again in backward.
+  if (without_formula.empty() && plan.uses_result && returns > 0) {
+    const c10::IValue& first = (*stack)[stack->size() - returns];
+    if (first.isTensor() && first.toTensor().defined())
+      static_cast<FormulaBackward*>(node.get())->save_result(first.toTensor());
   }
 }
 

@@ -23,9 +23,9 @@ BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1
   }
 }
 
-FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, const c10::OperatorHandle& handle,
-                                 const std::vector<c10::IValue>& args, std::vector<size_t> wanting)
-    : op_(op), plan_(plan), handle_(handle), wanting_(std::move(wanting)) {
+FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, const std::vector<c10::IValue>& args,
+                                 std::vector<size_t> wanting)
+    : op_(op), plan_(plan), wanting_(std::move(wanting)) {
   for (const c10::IValue& a : args) {
     if (a.isTensor() && a.toTensor().defined()) {
       versions_.push_back(a.toTensor()._version());
@@ -36,6 +36,11 @@ FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, cons
     }
   }
   for (size_t pos : wanting_) input_sizes_.push_back(args[pos].toTensor().sym_sizes().vec());
+}
+
+void FormulaBackward::save_result(const at::Tensor& output) {
+  result_ = output.detach();
+  result_version_ = output._version();
 }
 
 torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
@@ -53,10 +58,12 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
   if (!grad.defined()) return torch::autograd::variable_list(wanting_.size());
   names["grad"] = grad;
   if (plan_.uses_result) {
-    at::AutoDispatchBelowADInplaceOrView below;  // the forward again, without recording
-    torch::jit::Stack stack(args_.begin(), args_.end());
-    handle_.callBoxed(stack);
-    names["result"] = stack.at(0);
+    TORCH_CHECK(result_.defined(), op_.qualified_name(), ": its backward formula names `result`, and the forward's "
+                "output was not saved");
+    TORCH_CHECK(result_._version() == result_version_, op_.qualified_name(), ": its output was modified in place "
+                "after the forward, and its backward needs it (version ", result_version_, " saved, now ",
+                result_._version(), ")");
+    names["result"] = result_;
   }
   // Each formula the wanting inputs need, once.
   std::vector<std::vector<c10::IValue>> values(plan_.formulas.size());

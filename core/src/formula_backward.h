@@ -1,9 +1,10 @@
 // The autograd node of an op with `backward:` formulas in the registry.
 //
 // Saved for backward: the op's arguments (tensors detached, with their versions, so a
-// later in-place write to one is an error, as with PyTorch's saved variables). The
-// output is not saved (that would be a reference cycle through its own grad_fn): a
-// formula naming `result` recomputes the forward once in backward. Each formula is
+// later in-place write to one is an error, as with PyTorch's saved variables), and where
+// a formula names `result`, the op's (first) output, likewise detached: a detached tensor
+// shares the output's storage and version counter but not its grad_fn, so the node holds
+// no reference cycle through itself. Each formula is
 // evaluated once with the arguments, `grad` and `result` bound, in the op's dtype on its
 // device (a formula giving several inputs' gradients, such as a backward op returning
 // dx and dweight, is called once for all of them, even where only some want one), and
@@ -37,8 +38,12 @@ class FormulaBackward : public torch::autograd::Node {
  public:
   // `wanting`: positions (in schema order) of the Tensor arguments that get an edge,
   // each with a formula in op.backward.
-  FormulaBackward(const OpDef& op, const BackwardPlan& plan, const c10::OperatorHandle& handle,
-                  const std::vector<c10::IValue>& args, std::vector<size_t> wanting);
+  FormulaBackward(const OpDef& op, const BackwardPlan& plan, const std::vector<c10::IValue>& args,
+                  std::vector<size_t> wanting);
+
+  // The forward's output, for formulas naming `result` (the Autograd kernel calls this
+  // once the output exists).
+  void save_result(const at::Tensor& output);
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override;
   std::string name() const override { return op_.qualified_name() + "_backward"; }
@@ -46,9 +51,10 @@ class FormulaBackward : public torch::autograd::Node {
  private:
   const OpDef& op_;
   const BackwardPlan& plan_;  // the Autograd kernel's, which outlives every node
-  c10::OperatorHandle handle_;
   std::vector<c10::IValue> args_;      // tensors detached
   std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
+  at::Tensor result_;                  // detached; undefined unless a formula names `result`
+  uint32_t result_version_ = 0;
   std::vector<size_t> wanting_;
   // One per wanting_. Symbolic sizes: reading concrete ones would specialize a dynamic
   // dimension under torch.export / torch.compile.

@@ -63,6 +63,27 @@ def test_an_input_modified_after_the_forward_is_refused():
         y.sum().backward()
 
 
+def test_the_output_a_formula_needs_is_saved_not_computed_again():
+    # softmax's backward names `result`: the forward runs once per forward+backward.
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(3, 7, requires_grad=True)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        torch.autograd.grad(torch.ops.backplane.softmax(x), (x,), torch.ones(3, 7))
+    calls = {e.key: e.count for e in prof.key_averages()}
+    assert calls.get("backplane::softmax") == 1, calls
+    assert calls.get("backplane::softmax_backward") == 1, calls
+
+
+def test_an_output_modified_after_the_forward_is_refused():
+    x = torch.randn(3, 7, requires_grad=True)
+    y = torch.ops.backplane.softmax(x)
+    y.mul_(2)  # autograd records the multiply; softmax's saved output has changed under it
+    with pytest.raises(RuntimeError, match=r"backplane::softmax: its output was modified in place after the forward, "
+                                           r"and its backward needs it \(version 0 saved, now 1\)"):
+        y.sum().backward()
+
+
 def test_broadcast_gradients_are_summed_to_the_input_size():
     a = torch.randn(4, 1, 5, requires_grad=True)
     b = torch.randn(3, 5, requires_grad=True)
