@@ -15,8 +15,12 @@ kernels one forward+backward of the Backplane op runs and their times (torch.pro
 GB/s (10^9 bytes) counts the least each pass must move: the forward reads every Tensor
 argument and writes the output; the backward reads the output's gradient and the tensors
 its `backward:` formulas name (`result`: the output) and writes one gradient per
-differentiable argument (rms_norm: 5 tensors of x's size, plus the weight's; silu_mul 8;
-rotary 4, plus the cos and sin caches; softmax 5). --forward-only times the forward alone.
+differentiable argument, except a gradient that is `grad` itself, which moves nothing
+(rms_norm: 5 tensors of x's size and 3 of the weight's; silu_mul 8; rotary 4, and the cos
+and sin caches 4 times; softmax 5; add 5; identity_conv 2). These are the least the
+registry's formulas must move: softmax's backplane backward also runs the forward again
+for `result`, and PyTorch's add skips the multiply by alpha = 1. --forward-only times the
+forward alone.
 Times: CUDA events around a batch of calls, median of several batches, after a warm-up (the
 CPU: wall clock).
 
@@ -62,6 +66,44 @@ def chosen_presets(op, shapes: str):
     return [max(presets, key=elements)] if presets else []
 
 
+def pass_bytes(op, values: dict, output) -> tuple[int, int]:
+    """The least the forward and the backward must move, in bytes, for the op's registry
+    formulas: the forward reads every Tensor argument and writes the output; the backward
+    reads the tensors its formulas name (`grad` and `result` are the output's size) and
+    writes each differentiable argument's gradient. A gradient that is `grad` itself moves
+    nothing (no copy is made), unless it must be summed to a smaller input."""
+    def nbytes(t):
+        return t.numel() * t.element_size()
+
+    forward = sum(nbytes(values[n]) for n in op.tensor_args) + nbytes(output)
+    reads, backward = set(), 0
+    for arg in op.differentiable:
+        formula = op.backward[arg]
+        if formula.strip() == "grad":
+            if values[arg].shape != output.shape:
+                reads.add("grad")
+                backward += nbytes(values[arg])  # the sum to the input's size
+            continue
+        reads |= Formula.parse(formula).names()
+        backward += nbytes(values[arg])
+    backward += sum(nbytes(output) for n in ("grad", "result") if n in reads)
+    backward += sum(nbytes(values[n]) for n in op.tensor_args if n in reads)
+    return forward, backward
+
+
+def inputs_for(op, preset, device, dtype, generator) -> dict:
+    """The op's argument values for a bench preset: N(0, 1) tensors (requiring grad where
+    the op is differentiable in them) and the schema's defaults."""
+    schema = backplane.torch_op(op.name).default._schema
+    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+    for name, given in preset["args"].items():
+        if name in op.tensor_args:
+            given = torch.randn(given, generator=generator).to(device=device, dtype=dtype)
+            given.requires_grad_(name in op.differentiable)
+        values[name] = given
+    return values
+
+
 def workloads(device, dtype, ops: str, shapes: str):
     """(op, preset, bytes moved forward, backward, inputs needing grad, {variant: forward fn})
     for every registry op with a backward that this device's backend implements in dtype."""
@@ -71,31 +113,24 @@ def workloads(device, dtype, ops: str, shapes: str):
         if not op.differentiable or (ops and op.name not in ops.split(",")):
             continue
         if dtype_name not in op.backends.get(device, ()):
-            continue  # not implemented there (or not loaded)
+            print(f"{op.name}: not implemented on {device} in {dtype_name}, skipped")
+            continue
+        if not op.reference:
+            print(f"{op.name}: no reference: in the registry (nothing of PyTorch's to time beside it), skipped")
+            continue
+        presets = chosen_presets(op, shapes)
+        if not presets:
+            print(f"{op.name}: no contiguous bench: preset{' named ' + shapes if shapes else ''}, skipped")
+            continue
         packet = backplane.torch_op(op.name)
         schema = packet.default._schema
         reference = Formula.parse(op.reference)
         baseline = Formula.parse(op.baseline) if op.baseline else None
-        read_backward = set().union(*(Formula.parse(f).names() for f in set(op.backward.values())))
-        for preset in chosen_presets(op, shapes):
-            values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-            for name, given in preset["args"].items():
-                if name in op.tensor_args:
-                    given = torch.randn(given, generator=g).to(device=device, dtype=dtype)
-                    given.requires_grad_(name in op.differentiable)
-                values[name] = given
+        for preset in presets:
+            values = inputs_for(op, preset, device, dtype, g)
             args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
             kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
-            output = packet(*args, **kwargs)
-
-            def nbytes(t):
-                return t.numel() * t.element_size()
-
-            forward = sum(nbytes(values[n]) for n in op.tensor_args) + nbytes(output)
-            backward = (nbytes(output)  # grad
-                        + sum(nbytes(values[n]) for n in op.tensor_args if n in read_backward)
-                        + (nbytes(output) if "result" in read_backward else 0)
-                        + sum(nbytes(values[n]) for n in op.differentiable))
+            forward, backward = pass_bytes(op, values, packet(*args, **kwargs))
             variants = {"backplane": lambda packet=packet, args=args, kwargs=kwargs: packet(*args, **kwargs)}
             if baseline:
                 variants["baseline"] = lambda f=baseline, v=values: f(**v)
@@ -166,6 +201,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.cuda_graph and args.device != "cuda":
         parser.error("--cuda-graph needs --device cuda")
+    if args.shapes and args.shapes != "all":
+        known = {p["name"] for op in backplane.ops() for p in op.bench if not p.get("layout")}
+        unknown = sorted(set(args.shapes.split(",")) - known)
+        if unknown:
+            parser.error(f"no contiguous bench: preset named {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     backplane.load(args.device)
     rows, to_profile = [], []
     print(f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, torch {torch.__version__}")
@@ -176,7 +216,9 @@ def main(argv=None) -> int:
         print(f"{'op':<14} {'shape':<22} {'variant':<14} {'fwd us' if args.forward_only else 'fwd+bwd us':>11} {'GB/s':>7} {'% copy':>7}  speedup over the best PyTorch"
               + ("  (CUDA graph replays)" if args.cuda_graph else ""))
         for op, shape, forward_bytes, backward_bytes, inputs, variants in workloads(args.device, dtype, args.ops, args.shapes):
-            variants["torch.compile"] = torch.compile(variants["reference"])
+            # fullgraph: a graph break inside the formula's evaluation would time eager code
+            # under the name of torch.compile; it fails here instead.
+            variants["torch.compile"] = torch.compile(variants["reference"], fullgraph=True)
             if args.forward_only:
                 nbytes = forward_bytes
                 steps = dict(variants)

@@ -5,8 +5,8 @@
 # console gets a short summary of each step.
 #   check       the conformance suite on cuda (every op, every layout and dtype)
 #   bench       backplane bench on cuda (BENCH_OPS=a,b to narrow it), its markdown table
-#   train       forward+backward of the training ops beside eager, F.rms_norm and
-#               torch.compile (--profile: each op's kernels), models.train on cuda,
+#   train       forward+backward of every op with a backward: beside its registry baseline,
+#               reference and torch.compile (--profile: each op's kernels), models.train on cuda,
 #               the decoder's step time and the HF Llama gradient check
 #   sanitizers  compute-sanitizer memcheck over the CUDA conformance suite, racecheck over
 #               the ops that share memory within a block (SANITIZE_OPS=a,b to narrow it)
@@ -36,7 +36,7 @@ for step in $STEPS; do
       "$P" -m backplane bench --input "$OUT/bench.json" --markdown > "$OUT/bench.md" 2>&1
       grep -E "^\| [a-z_]+ \| cuda" "$OUT/bench.md" | cut -d'|' -f2,4,5,6,9,10 ;;
     train)
-      timeout 300 "$P" bench/train_ops_bench.py --device cuda --json "$OUT/train_ops.json" ${PROFILE:+--profile} \
+      timeout 540 "$P" bench/train_ops_bench.py --device cuda --json "$OUT/train_ops.json" ${PROFILE:+--profile} \
         > "$OUT/train_ops.txt" 2>&1; echo "train_ops rc=$?"; grep -vE "^\s*$" "$OUT/train_ops.txt" | grep -v "^-" | tail -30
       timeout 120 "$P" -m models.train --backend cuda --steps 100 2>&1 | tail -1
       timeout 200 "$P" -m models.step_time 2>&1 | tail -6
@@ -46,7 +46,7 @@ for step in $STEPS; do
       timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build/bin/backplane check --backends cuda $ops \
         > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|every implemented" "$OUT/memcheck.log"
       timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 build/bin/backplane check --backends cuda \
-        --ops rms_norm,rms_norm_backward,softmax > "$OUT/racecheck.log" 2>&1
+        --ops rms_norm,rms_norm_backward,softmax,softmax_backward > "$OUT/racecheck.log" 2>&1
       echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|every implemented" "$OUT/racecheck.log" ;;
     test)
       (make test 2>&1; echo "make test rc=$?") > "$OUT/test.log"

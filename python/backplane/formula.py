@@ -113,7 +113,10 @@ class _Parser:
             return _Node("dtype", name=arg)
         if self.peek("["):
             self.take("[")
-            index = int(self.take(kind="number"))
+            if self.peek(kind="number") and not re.fullmatch(r"-?\d+", self.tokens[self.pos][1]):
+                self.fail(f"an index is an integer, found '{self.tokens[self.pos][1]}'")
+            text = self.take(kind="number")
+            index = int(text)
             self.take("]")
             return _Node("index", name=name, index=index)
         return _Node("name", name=name)
@@ -147,7 +150,7 @@ class Formula:
             stack.extend(n for _, n in node.args) if node.kind == "call" else stack.extend(node.args)
         return found
 
-    def __call__(self, **names):
+    def __call__(self, /, **names):  # positional-only self: an argument may be named `self`
         return self._eval(self._root, names)
 
     def _eval(self, node: _Node, names: dict):
@@ -167,4 +170,6 @@ class Formula:
         args = [self._eval(n, names) for keyword, n in node.args if not keyword]
         kwargs = {keyword: self._eval(n, names) for keyword, n in node.args if keyword}
         result = overload(*args, **kwargs)
-        return result[0] if isinstance(result, (tuple, list)) and node is not self._root else result
+        # Several return values come back as a tuple, a Tensor[] as a list: inside another call
+        # the first of several is the value (as in C++), a list stays whole.
+        return result[0] if isinstance(result, tuple) and node is not self._root else result

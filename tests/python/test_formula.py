@@ -42,12 +42,32 @@ def test_names_dtype_index_and_keywords():
     assert crop(img=torch.arange(10.0).reshape(2, 5), box=[0, 1, 2, 3]).tolist() == [[1.0, 2.0, 3.0], [6.0, 7.0, 8.0]]
     add = Formula.parse("aten::add.Tensor(a, b, alpha=alpha)")
     assert add(a=torch.ones(2), b=torch.ones(2), alpha=2.5).tolist() == [3.5, 3.5]
+    assert Formula.parse("aten::neg.default(self)")(self=torch.ones(1)).tolist() == [-1.0]  # aten's usual name
+    # Inside a call, several return values give the first; a Tensor[] stays whole.
+    assert Formula.parse("aten::neg.default(aten::max.dim(x, -1))")(x=torch.tensor([[1.0, 3.0]])).tolist() == [-3.0]
+    halves = Formula.parse("aten::cat(aten::chunk(x, 2, -1), 0)")(x=torch.arange(4.0).reshape(1, 4))
+    assert halves.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+
+
+@pytest.mark.parametrize("name", op_names())
+def test_baseline_agrees_with_the_reference(name):
+    # (the build checks the same in C++; this checks the Python evaluation of both)
+    op = next(o for o in backplane.ops() if o.name == name)
+    if not op.baseline:
+        pytest.skip(f"{name} has no baseline")
+    schema = backplane.torch_op(name).default._schema
+    g = torch.Generator().manual_seed(0)
+    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+    for arg, given in op.samples[0]["args"].items():
+        values[arg] = torch.randn(given, generator=g, dtype=torch.float64) if arg in op.tensor_args else given
+    torch.testing.assert_close(Formula.parse(op.baseline)(**values), Formula.parse(op.reference)(**values))
 
 
 @pytest.mark.parametrize("text, message", [
     ("mul(grad, 2)", "column 4: unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)"),
     ("aten::mul(grad", "column 15: expected )"),
     ("aten::add.Tensor(a, b) x", "column 24: unexpected 'x'"),
+    ("aten::narrow(img, -1, box[1.5], box[3])", "column 27: an index is an integer, found '1.5'"),
 ])
 def test_bad_formulas_are_refused_naming_the_column(text, message):
     with pytest.raises(FormulaError, match=re.escape(f"formula '{text}', {message}")):

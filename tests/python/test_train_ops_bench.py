@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 import backplane
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,9 +21,37 @@ def test_each_op_with_a_backward_gets_its_largest_contiguous_preset():
         contiguous = [p for p in op.bench if not p.get("layout")]
         assert len(chosen) == (1 if contiguous else 0), op.name
         assert all(not p.get("layout") for p in train_ops_bench.chosen_presets(op, "all"))
-    rms_norm = next(op for op in backplane.ops() if op.name == "rms_norm")
-    assert [p["name"] for p in train_ops_bench.chosen_presets(rms_norm, "")] == ["prefill_8192x4096"]
-    assert [p["name"] for p in train_ops_bench.chosen_presets(rms_norm, "decode_1x4096,nosuch")] == ["decode_1x4096"]
+    by_name = {op.name: op for op in backplane.ops()}
+    assert [p["name"] for p in train_ops_bench.chosen_presets(by_name["rms_norm"], "")] == ["prefill_8192x4096"]
+    assert [p["name"] for p in train_ops_bench.chosen_presets(by_name["rms_norm"], "decode_1x4096")] == ["decode_1x4096"]
+    every_add = [p["name"] for p in train_ops_bench.chosen_presets(by_name["add"], "all")]
+    assert "1M_elements" in every_add and "1M_broadcast_row" in every_add
+    assert "1M_transposed" not in every_add and "64M_sliced" not in every_add  # layouts: not for training steps
+
+
+def _pass_bytes(name, sizes):
+    op = next(o for o in backplane.ops() if o.name == name)
+    values = train_ops_bench.inputs_for(op, {"args": sizes}, "cpu", torch.float32, torch.Generator().manual_seed(0))
+    schema = backplane.torch_op(name).default._schema
+    output = backplane.torch_op(name)(*[values[a.name] for a in schema.arguments if not a.kwarg_only],
+                                      **{a.name: values[a.name] for a in schema.arguments if a.kwarg_only})
+    return train_ops_bench.pass_bytes(op, values, output)
+
+
+def test_bytes_are_what_each_pass_must_move():
+    N, W = 4 * 6 * 4, 6 * 4  # bytes of a [4, 6] and a [6] float32 tensor
+    # forward: reads x and weight, writes y; backward: reads grad, x and weight, writes dx and dweight
+    assert _pass_bytes("rms_norm", {"x": [4, 6], "weight": [6]}) == (2 * N + W, 3 * N + 2 * W)
+    # backward: reads grad and the output, writes dx
+    assert _pass_bytes("softmax", {"x": [4, 6]}) == (2 * N, 3 * N)
+    # backward: reads grad and both caches, writes dx; the caches get no gradient
+    X, C = 4 * 6 * 4 * 4, 6 * 2 * 4  # x [4, 6, 4], cos and sin [6, 2]
+    assert _pass_bytes("rotary", {"x": [4, 6, 4], "cos": [6, 2], "sin": [6, 2]}) == (2 * X + 2 * C, 2 * X + 2 * C)
+    # add: a's gradient is grad itself (nothing moves); b's is grad * alpha
+    assert _pass_bytes("add", {"a": [4, 6], "b": [4, 6]}) == (3 * N, 2 * N)
+    # ... and with b broadcast, grad * alpha is summed to b's size
+    assert _pass_bytes("add", {"a": [4, 6], "b": [6]}) == (2 * N + W, N + W)
+    assert _pass_bytes("identity_conv", {"x": [4, 6]}) == (2 * N, 0)
 
 
 def test_a_run_times_the_op_beside_its_baseline_reference_and_compile(tmp_path):
@@ -36,3 +66,11 @@ def test_a_run_times_the_op_beside_its_baseline_reference_and_compile(tmp_path):
     # backward reads grad, x and the weight and writes dx and dweight.
     for r in rows:
         assert abs(r["gbps"] * r["us"] * 1e3 - 8 * 4096 * 4) < 1e-3 * 8 * 4096 * 4, r
+
+
+def test_a_shape_no_op_has_is_refused_naming_the_known_ones():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_bench.py"), "--device", "cpu",
+                           "--shapes", "nosuch,1M_transposed"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2
+    assert "no contiguous bench: preset named 1M_transposed, nosuch; known: " in done.stderr, done.stderr
+    assert "decode_1x4096" in done.stderr
