@@ -8,6 +8,10 @@ registry: a new op with a `backward:` and `bench:` presets is timed with no code
     python bench/train_ops_bench.py --device cuda [--ops rms_norm,softmax] [--shapes NAME,...|all]
         [--dtypes float32,bfloat16] [--json out.json] [--profile] [--cuda-graph] [--forward-only]
 
+Before timing, every variant's output and gradients (for a random output gradient) are
+checked against Backplane's, normwise (wrong results, not rounding); a row that disagrees is
+reported, not timed, and the exit status is 1.
+
 Shapes: the op's `bench:` presets in the contiguous layout; by default the largest of each
 op (--shapes all: every one; or preset names). --profile also prints, per row, the device
 kernels one forward+backward of the Backplane op runs and their times (torch.profiler).
@@ -139,6 +143,29 @@ def workloads(device, dtype, ops: str, shapes: str):
             yield op.name, preset["name"], forward, backward, inputs, variants
 
 
+def disagreements(variants, inputs) -> str:
+    """"" when every variant's output and gradients match Backplane's, else what differs: a
+    wrong kernel (or a wrong formula evaluation) is reported, not timed. The test is
+    normwise, max |difference| <= tol * max |backplane's| (tol 1e-4 in float32 and wider,
+    1e-2 in 16-bit types): it catches wrong results, not rounding, which in a gradient
+    summed over thousands of rows of a 16-bit type is large next to its small elements."""
+    results, grad = {}, None
+    for name, fn in variants.items():
+        out = fn()
+        if grad is None:  # random: a gradient of ones hides softmax's (its rows sum to 1)
+            grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out)
+        results[name] = [out, *torch.autograd.grad(out, inputs, grad)]
+    for name, got in results.items():
+        for what, a, b in zip(["output", *(f"gradient {i}" for i in range(len(inputs)))], results["backplane"], got):
+            tol = 1e-4 if a.dtype in (torch.float32, torch.float64) else 1e-2
+            scale = a.detach().double().abs().max().item() if a.numel() else 0.0
+            diff = (b.detach().double() - a.detach().double()).abs().max().item() if a.numel() else 0.0
+            if b.shape != a.shape or not diff <= tol * max(scale, 1.0):
+                return (f"{name}'s {what} differs from backplane's: max |difference| {diff:.3g} against "
+                        f"max |backplane's| {scale:.3g} (tolerance {tol:g} of it)")
+    return ""
+
+
 def median_us(fn, device):
     """Median microseconds per call: python_bench's device timer (CUDA events), 10 calls a batch."""
     return device_ms(fn, device, reps=10, rounds=7) * 1e3
@@ -207,7 +234,7 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"no contiguous bench: preset named {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     backplane.load(args.device)
-    rows, to_profile = [], []
+    rows, to_profile, failures = [], [], 0
     print(f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, torch {torch.__version__}")
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
@@ -219,6 +246,11 @@ def main(argv=None) -> int:
             # fullgraph: a graph break inside the formula's evaluation would time eager code
             # under the name of torch.compile; it fails here instead.
             variants["torch.compile"] = torch.compile(variants["reference"], fullgraph=True)
+            wrong = disagreements(variants, inputs)
+            if wrong:
+                print(f"{op:<14} {shape:<22} NOT TIMED: {wrong}")
+                failures += 1
+                continue
             if args.forward_only:
                 nbytes = forward_bytes
                 steps = dict(variants)
@@ -243,7 +275,7 @@ def main(argv=None) -> int:
               f"{profile_table(step, args.device)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"torch": torch.__version__, "rows": rows}, indent=1))
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

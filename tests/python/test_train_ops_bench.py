@@ -74,3 +74,14 @@ def test_a_shape_no_op_has_is_refused_naming_the_known_ones():
     assert done.returncode == 2
     assert "no contiguous bench: preset named 1M_transposed, nosuch; known: " in done.stderr, done.stderr
     assert "decode_1x4096" in done.stderr
+
+
+def test_a_variant_that_disagrees_is_reported_not_timed():
+    x = torch.randn(3, 5, requires_grad=True)
+    right = {"backplane": lambda: torch.ops.backplane.softmax(x), "reference": lambda: torch.softmax(x, -1)}
+    assert train_ops_bench.disagreements(right, (x,)) == ""
+    wrong = {**right, "reference": lambda: torch.softmax(x, 0)}
+    assert train_ops_bench.disagreements(wrong, (x,)).startswith("reference's output differs from backplane's: ")
+    # the same values, a gradient of zero
+    wrong_gradient = {**right, "reference": lambda: torch.softmax(x, -1).detach() + 0 * x}
+    assert train_ops_bench.disagreements(wrong_gradient, (x,)).startswith("reference's gradient 0 differs from backplane's: ")
