@@ -22,9 +22,8 @@ its `backward:` formulas name (`result`: the output) and writes one gradient per
 differentiable argument, except a gradient that is `grad` itself, which moves nothing
 (rms_norm: 5 tensors of x's size and 3 of the weight's; silu_mul 8; rotary 4, and the cos
 and sin caches 4 times; softmax 5; add 5; identity_conv 2). These are the least the
-registry's formulas must move: softmax's backplane backward also runs the forward again
-for `result`, and PyTorch's add skips the multiply by alpha = 1. --forward-only times the
-forward alone.
+registry's formulas must move: PyTorch's add skips the multiply by alpha = 1.
+--forward-only times the forward alone.
 Times: CUDA events around a batch of calls, median of several batches, after a warm-up (the
 CPU: wall clock).
 
@@ -108,6 +107,12 @@ def inputs_for(op, preset, device, dtype, generator) -> dict:
     return values
 
 
+def call_args(schema, values: dict) -> tuple[list, dict]:
+    """The positional and keyword-only arguments of a call of the op, from `values`."""
+    return ([values[a.name] for a in schema.arguments if not a.kwarg_only],
+            {a.name: values[a.name] for a in schema.arguments if a.kwarg_only})
+
+
 def workloads(device, dtype, ops: str, shapes: str):
     """(op, preset, bytes moved forward, backward, inputs needing grad, {variant: forward fn})
     for every registry op with a backward that this device's backend implements in dtype."""
@@ -132,8 +137,7 @@ def workloads(device, dtype, ops: str, shapes: str):
         baseline = Formula.parse(op.baseline) if op.baseline else None
         for preset in presets:
             values = inputs_for(op, preset, device, dtype, g)
-            args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
-            kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
+            args, kwargs = call_args(schema, values)
             forward, backward = pass_bytes(op, values, packet(*args, **kwargs))
             variants = {"backplane": lambda packet=packet, args=args, kwargs=kwargs: packet(*args, **kwargs)}
             if baseline:

@@ -71,14 +71,7 @@ class _Parser:
     def expr(self) -> _Node:
         if self.peek("["):
             self.take("[")
-            items = []
-            if not self.peek("]"):
-                items.append(self.expr())
-                while self.peek(","):
-                    self.take(",")
-                    items.append(self.expr())
-            self.take("]")
-            return _Node("list", args=tuple(items))
+            return _Node("list", args=self.items(self.expr, "]"))
         if self.peek(kind="number"):
             text = self.take(kind="number")
             return _Node("literal", value=float(text) if re.search(r"[.eE]", text) else int(text))
@@ -95,14 +88,7 @@ class _Parser:
                 self.take(".")
                 overload = self.take(kind="ident")
             self.take("(")
-            args = []
-            if not self.peek(")"):
-                args.append(self.argument())
-                while self.peek(","):
-                    self.take(",")
-                    args.append(self.argument())
-            self.take(")")
-            return _Node("call", name=name, overload=overload, args=tuple(args))
+            return _Node("call", name=name, overload=overload, args=self.items(self.argument, ")"))
         if self.peek("("):
             if name != "dtype":
                 self.fail(f"unknown function '{name}'; ops name their namespace (aten::add.Tensor), "
@@ -120,6 +106,17 @@ class _Parser:
             self.take("]")
             return _Node("index", name=name, index=index)
         return _Node("name", name=name)
+
+    def items(self, item, closing: str) -> tuple:
+        """item(), item(), ... up to `closing` (taken); none at all is allowed."""
+        found = []
+        if not self.peek(closing):
+            found.append(item())
+            while self.peek(","):
+                self.take(",")
+                found.append(item())
+        self.take(closing)
+        return tuple(found)
 
     def argument(self):
         if self.peek(kind="ident") and self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1][1] == "=":

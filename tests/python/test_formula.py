@@ -12,6 +12,15 @@ from backplane.formula import Formula, FormulaError
 from samples import op_names, results
 
 
+def _first_sample(op, schema):
+    """The op's first registry sample in float64, with the schema's defaults."""
+    g = torch.Generator().manual_seed(0)
+    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+    for arg, given in op.samples[0]["args"].items():
+        values[arg] = torch.randn(given, generator=g, dtype=torch.float64) if arg in op.tensor_args else given
+    return values
+
+
 @pytest.mark.parametrize("name", op_names())
 def test_reference_agrees_with_the_op(name):
     op = next(o for o in backplane.ops() if o.name == name)
@@ -19,10 +28,7 @@ def test_reference_agrees_with_the_op(name):
         pytest.skip(f"{name} has no reference")
     packet = backplane.torch_op(name)
     schema = packet.default._schema
-    g = torch.Generator().manual_seed(0)
-    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-    for arg, given in op.samples[0]["args"].items():
-        values[arg] = torch.randn(given, generator=g, dtype=torch.float64) if arg in op.tensor_args else given
+    values = _first_sample(op, schema)
     expected = Formula.parse(op.reference)(**{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in values.items()})
     args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
     kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
@@ -55,11 +61,7 @@ def test_baseline_agrees_with_the_reference(name):
     op = next(o for o in backplane.ops() if o.name == name)
     if not op.baseline:
         pytest.skip(f"{name} has no baseline")
-    schema = backplane.torch_op(name).default._schema
-    g = torch.Generator().manual_seed(0)
-    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-    for arg, given in op.samples[0]["args"].items():
-        values[arg] = torch.randn(given, generator=g, dtype=torch.float64) if arg in op.tensor_args else given
+    values = _first_sample(op, backplane.torch_op(name).default._schema)
     torch.testing.assert_close(Formula.parse(op.baseline)(**values), Formula.parse(op.reference)(**values))
 
 

@@ -32,9 +32,8 @@ def test_each_op_with_a_backward_gets_its_largest_contiguous_preset():
 def _pass_bytes(name, sizes):
     op = next(o for o in backplane.ops() if o.name == name)
     values = train_ops_bench.inputs_for(op, {"args": sizes}, "cpu", torch.float32, torch.Generator().manual_seed(0))
-    schema = backplane.torch_op(name).default._schema
-    output = backplane.torch_op(name)(*[values[a.name] for a in schema.arguments if not a.kwarg_only],
-                                      **{a.name: values[a.name] for a in schema.arguments if a.kwarg_only})
+    args, kwargs = train_ops_bench.call_args(backplane.torch_op(name).default._schema, values)
+    output = backplane.torch_op(name)(*args, **kwargs)
     return train_ops_bench.pass_bytes(op, values, output)
 
 

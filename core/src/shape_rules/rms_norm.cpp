@@ -27,9 +27,7 @@ std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IVal
 std::vector<c10::SymInt> rms_norm_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
   const at::Tensor& grad = args[op.arg_index("grad")].toTensor();
   const at::Tensor& x = args[op.arg_index("x")].toTensor();
-  bool same = grad.dim() == x.dim();
-  for (int64_t d = 0; same && d < x.dim(); ++d) same = grad.sym_size(d).sym_eq(x.sym_size(d)).expect_true(__FILE__, __LINE__);
-  TORCH_CHECK_VALUE(same, op.qualified_name(), ": grad must have x's sizes ", x.sym_sizes(), ", found ",
+  TORCH_CHECK_VALUE(same_sizes(grad, x), op.qualified_name(), ": grad must have x's sizes ", x.sym_sizes(), ", found ",
                     grad.sym_sizes());
   return rms_norm_shape(op, args);
 }

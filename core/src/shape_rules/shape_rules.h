@@ -22,6 +22,9 @@ using CustomShapeRule = std::vector<c10::SymInt> (*)(const OpDef& op, c10::Array
 CustomShapeRule find_custom_shape_rule(const std::string& name);
 std::vector<std::string> custom_shape_rule_names();
 
+// Whether a and b have the same sizes (symbolically: a dynamic dimension stays dynamic).
+bool same_sizes(const at::Tensor& a, const at::Tensor& b);
+
 // The rules themselves, one file each.
 std::vector<c10::SymInt> crop_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);
 std::vector<c10::SymInt> rms_norm_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args);

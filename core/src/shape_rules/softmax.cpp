@@ -9,9 +9,7 @@ namespace backplane {
 std::vector<c10::SymInt> softmax_backward_shape(const OpDef& op, c10::ArrayRef<c10::IValue> args) {
   const at::Tensor& grad = args[op.arg_index("grad")].toTensor();
   const at::Tensor& y = args[op.arg_index("y")].toTensor();
-  bool same = grad.dim() == y.dim();
-  for (int64_t d = 0; same && d < y.dim(); ++d) same = grad.sym_size(d).sym_eq(y.sym_size(d)).expect_true(__FILE__, __LINE__);
-  TORCH_CHECK_VALUE(same, op.qualified_name(), ": grad must have y's sizes ", y.sym_sizes(), ", found ", grad.sym_sizes());
+  TORCH_CHECK_VALUE(same_sizes(grad, y), op.qualified_name(), ": grad must have y's sizes ", y.sym_sizes(), ", found ", grad.sym_sizes());
   return y.sym_sizes().vec();
 }
 

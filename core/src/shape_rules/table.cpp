@@ -16,6 +16,12 @@ const std::map<std::string, CustomShapeRule>& rules() {
 }
 }  // namespace
 
+bool same_sizes(const at::Tensor& a, const at::Tensor& b) {
+  bool same = a.dim() == b.dim();
+  for (int64_t d = 0; same && d < a.dim(); ++d) same = a.sym_size(d).sym_eq(b.sym_size(d)).expect_true(__FILE__, __LINE__);
+  return same;
+}
+
 CustomShapeRule find_custom_shape_rule(const std::string& name) {
   auto it = rules().find(name);
   return it == rules().end() ? nullptr : it->second;
