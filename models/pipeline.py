@@ -22,6 +22,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -112,10 +113,14 @@ def probe(package: Path, backends: str) -> None:
     code = ("import sys, torch, backplane; backplane.load(sys.argv[2]); "
             "torch._inductor.aoti_load_package(sys.argv[1])")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")])}
+    # torch extracts the package under $TMPDIR and removes it only when the loader is
+    # destroyed, which a crashed child never does: the child's TMPDIR is ours to remove.
     # No core dump: a crash is what the probe is for, and a dump of a process holding
     # libtorch (and CUDA) is a large file written for nothing.
-    result = subprocess.run([sys.executable, "-c", code, str(package), backends], capture_output=True, text=True,
-                            env=env, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    with tempfile.TemporaryDirectory(prefix="backplane_probe_") as scratch:
+        result = subprocess.run([sys.executable, "-c", code, str(package), backends], capture_output=True, text=True,
+                                env={**env, "TMPDIR": scratch},
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
     if result.returncode < 0:
         name = signal.Signals(-result.returncode).name
         raise RuntimeError(f"loading {package} killed a child process with {name}; loading it here would crash "

@@ -15,14 +15,25 @@ namespace {
 
 std::string cpu_manifest_path() { return std::string(BACKPLANE_PLUGIN_DIR) + "/" + manifest_file_name("cpu"); }
 
-std::string write_temp(const std::string& text) {
-  char path[] = "/tmp/backplane_manifest_XXXXXX";
-  const int fd = mkstemp(path);
-  EXPECT_GE(fd, 0);
-  std::ofstream(path) << text;
-  close(fd);
-  return path;
-}
+// A manifest written to a scratch file, removed when the test's scope ends (pass or fail).
+class TempManifest {
+ public:
+  explicit TempManifest(const std::string& text) {
+    char name[] = "/tmp/backplane_manifest_XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    std::ofstream(name) << text;
+    close(fd);
+    path_ = name;
+  }
+  ~TempManifest() { std::remove(path_.c_str()); }
+  TempManifest(const TempManifest&) = delete;
+  TempManifest& operator=(const TempManifest&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 TEST(Manifest, BuildWritesTheCpuManifest) {
   const Manifest m = read_manifest(cpu_manifest_path());
@@ -42,11 +53,10 @@ TEST(Manifest, BuildWritesTheCpuManifest) {
 
 TEST(Manifest, RoundTrips) {
   Manifest m = read_manifest(cpu_manifest_path());
-  const std::string path = write_temp(manifest_to_yaml(m));
-  const Manifest again = read_manifest(path);
+  const TempManifest file(manifest_to_yaml(m));
+  const Manifest again = read_manifest(file.path());
   EXPECT_EQ(again.ops, m.ops);
   EXPECT_EQ(again.version, m.version);
-  std::remove(path.c_str());
 }
 
 TEST(Manifest, IncompatibilitiesNameBothSides) {
@@ -66,23 +76,26 @@ TEST(Manifest, IncompatibilitiesNameBothSides) {
 }
 
 TEST(Manifest, BadFilesSayWhereAndWhat) {
-  const std::string missing_key = write_temp("backplane_plugin_abi: 1\nname: x\n");
+  const TempManifest missing_key_file("backplane_plugin_abi: 1\nname: x\n");
+  const std::string& missing_key = missing_key_file.path();
   try {
     read_manifest(missing_key);
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "bad manifest " + missing_key + ":1:1: missing key 'version' (a version string)");
   }
-  const std::string bad_yaml = write_temp("name: [x\n");
+  const TempManifest bad_yaml_file("name: [x\n");
+  const std::string& bad_yaml = bad_yaml_file.path();
   try {
     read_manifest(bad_yaml);
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("bad manifest " + bad_yaml + ":2:1: invalid YAML", 0), 0u) << e.what();
   }
-  const std::string bad_type = write_temp(
+  const TempManifest bad_type_file(
       "backplane_plugin_abi: one\nname: x\nversion: '1'\ndispatch_key: CPU\ntorch_version: '2.1'\ncxx11_abi: true\n"
       "ops: []\n");
+  const std::string& bad_type = bad_type_file.path();
   try {
     read_manifest(bad_type);
     FAIL();
@@ -91,7 +104,6 @@ TEST(Manifest, BadFilesSayWhereAndWhat) {
               "bad manifest " + bad_type + ":1:23: key 'backplane_plugin_abi' should be an integer");
   }
   EXPECT_THROW(read_manifest("/nonexistent/manifest.yaml"), std::runtime_error);
-  for (const auto& p : {missing_key, bad_yaml, bad_type}) std::remove(p.c_str());
 }
 
 // The cpu manifest's text with `extra` appended: valid but for what extra adds.
@@ -110,42 +122,49 @@ std::string manifest_error(const std::string& path) {
 
 TEST(Manifest, RepeatedKeyIsRefused) {
   // yaml-cpp keeps both entries and node[key] reads the first: the second was dropped.
-  const std::string path = write_temp(cpu_manifest_plus("name: other\n"));
+  const TempManifest file(cpu_manifest_plus("name: other\n"));
+  const std::string& path = file.path();
   EXPECT_EQ(manifest_error(path),
             "bad manifest " + path + ":10:1: key 'name' appears twice in one mapping (first at line 3, column 1)");
-  std::remove(path.c_str());
 }
 
 TEST(Manifest, UnknownKeyIsRefused) {
-  const std::string path = write_temp(cpu_manifest_plus("dispatch_keys: [CPU]\n"));
+  const TempManifest file(cpu_manifest_plus("dispatch_keys: [CPU]\n"));
+  const std::string& path = file.path();
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
                                       ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
                                       "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, registry, torch_version, version");
-  std::remove(path.c_str());
 }
 
 TEST(Manifest, PythonSideIsOptionalAndStaysInsideThePluginDirectory) {
-  std::string path = write_temp(cpu_manifest_plus("python_module: backplane_acme\npython_path: python\n"));
-  Manifest m = read_manifest(path);
-  EXPECT_EQ(m.python_module, "backplane_acme");
-  EXPECT_EQ(m.python_path, "python");
-  EXPECT_EQ(read_manifest(path).python_module, read_manifest(write_temp(manifest_to_yaml(m))).python_module);
-  std::remove(path.c_str());
-  path = write_temp(cpu_manifest_plus("python_module: backplane_acme\n"));
-  EXPECT_EQ(read_manifest(path).python_path, "") << "no path: imported by name";
-  std::remove(path.c_str());
-  path = write_temp(cpu_manifest_plus("python_module: m\npython_path: ../../etc\n"));
-  EXPECT_EQ(manifest_error(path), "bad manifest " + path +
-                                      ":11:14: key 'python_path' should be a directory relative to the manifest, "
-                                      "without '..'; found '../../etc'");
-  std::remove(path.c_str());
-  path = write_temp(cpu_manifest_plus("python_module: ../x\n"));
-  EXPECT_NE(manifest_error(path).find("key 'python_module' should be a dotted Python module name"), std::string::npos)
-      << manifest_error(path);
-  std::remove(path.c_str());
-  path = write_temp(cpu_manifest_plus("python_path: python\n"));
-  EXPECT_EQ(manifest_error(path), "bad manifest " + path + ":10:14: key 'python_path' needs 'python_module'");
-  std::remove(path.c_str());
+  {
+    const TempManifest file(cpu_manifest_plus("python_module: backplane_acme\npython_path: python\n"));
+    const Manifest m = read_manifest(file.path());
+    EXPECT_EQ(m.python_module, "backplane_acme");
+    EXPECT_EQ(m.python_path, "python");
+    const TempManifest again(manifest_to_yaml(m));
+    EXPECT_EQ(read_manifest(again.path()).python_module, "backplane_acme") << "written back by manifest_to_yaml";
+  }
+  {
+    const TempManifest file(cpu_manifest_plus("python_module: backplane_acme\n"));
+    EXPECT_EQ(read_manifest(file.path()).python_path, "") << "no path: imported by name";
+  }
+  {
+    const TempManifest file(cpu_manifest_plus("python_module: m\npython_path: ../../etc\n"));
+    EXPECT_EQ(manifest_error(file.path()), "bad manifest " + file.path() +
+                                               ":11:14: key 'python_path' should be a directory relative to the "
+                                               "manifest, without '..'; found '../../etc'");
+  }
+  {
+    const TempManifest file(cpu_manifest_plus("python_module: ../x\n"));
+    EXPECT_NE(manifest_error(file.path()).find("key 'python_module' should be a dotted Python module name"),
+              std::string::npos)
+        << manifest_error(file.path());
+  }
+  {
+    const TempManifest file(cpu_manifest_plus("python_path: python\n"));
+    EXPECT_EQ(manifest_error(file.path()), "bad manifest " + file.path() + ":10:14: key 'python_path' needs 'python_module'");
+  }
 }
 
 }  // namespace
