@@ -53,7 +53,7 @@ std::string quoted_list(const std::vector<std::string>& names) {
 void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::OperatorHandle& op,
                      c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
-  const std::string op_name = schema.operator_name().name;
+  const std::string& op_name = schema.name();
   const size_t n = schema.arguments().size();
   const bool grad_mode = c10::GradMode::is_enabled();
 
