@@ -45,7 +45,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import backplane  # noqa: E402
 from backplane.formula import Formula  # noqa: E402
-from python_bench import device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
+from device_timer import device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 
 def chosen_presets(op, shapes: str):
@@ -171,7 +171,7 @@ def disagreements(variants, inputs) -> str:
 
 
 def median_us(fn, device):
-    """Median microseconds per call: python_bench's device timer (CUDA events), 10 calls a batch."""
+    """Median microseconds per call: device_timer.py (CUDA events), 10 calls a batch."""
     return device_ms(fn, device, reps=10, rounds=7) * 1e3
 
 

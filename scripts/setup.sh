@@ -88,6 +88,18 @@ if ! "$python" -c 'import onnx, onnxscript, onnxruntime' 2>/dev/null; then
   "$python" -m pip install -q --disable-pip-version-check onnx onnxscript onnxruntime ||
     say "could not install the ONNX packages: the ONNX step and its tests will skip"
 fi
+# Python's headers: the fast call extension (python/src/fast_call.cpp) needs them. Debian's
+# own Python gets them from python3-dev; without them the build skips it and ops are called
+# through torch.ops' generic path (backplane.info()["fast_call"] says so).
+if ! "$python" -c 'import os, sysconfig; os.stat(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && apt-cache show python3-dev >/dev/null 2>&1 &&
+     DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q python3-dev >/dev/null 2>&1 &&
+     "$python" -c 'import os, sysconfig; os.stat(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
+    say "installed python3-dev (Python's headers, for the fast call extension)"
+  else
+    say "no Python headers for $python: the fast call extension is not built (install python3-dev)"
+  fi
+fi
 mkdir -p "$BUILD"
 echo "$python" > "$BUILD/.python"
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ._native import BackendError, BackendNameError, core, lib_dir
 from backplane_plugins import add_entry_point_plugins
 
+from . import fast_call
 from .plugin_python import plugin_module
 from .selection import Serving, preferences, prefer, serving
 
@@ -92,6 +93,8 @@ def load(*names: str, path: str | None = None) -> list[Backend]:
     loaded = [_backend(core().load(name, path)) for name in wanted]
     for b in loaded:
         _install_python_side(b)
+    if loaded:
+        fast_call.install(core().ops())  # a plugin's own ops are defined by now
     return loaded
 
 
@@ -171,12 +174,14 @@ def _cmake_prefix_path() -> str | None:
 
 
 def info() -> dict:
-    """Core version, the torch it was built for, plugin ABI and the plugin search path."""
-    return core().info()
+    """Core version, the torch it was built for, plugin ABI, the plugin search path, and
+    whether ops are called through the fast path (fast_call.py): "on" or "off: <why>"."""
+    return {**core().info(), "fast_call": fast_call.status()}
 
 
 add_entry_point_plugins()  # plugins installed as their own Python packages
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
+fast_call.install(core().ops())
 from . import classes  # noqa: E402
 from .package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 

@@ -1,0 +1,85 @@
+"""torch.ops.backplane.<op>(...) from Python at what a generated aten binding costs.
+
+torch.ops' generic path converts every argument against the schema through pybind11:
+about 1 µs a call more than `torch.add` on a 2-core VM, which decides eager speed on small
+tensors. For each registry op (and each loaded plugin's own op) the packet
+(`torch.ops.backplane.add`) and its overload (`.default`) get a per-op subclass whose
+`__call__` is a FastCall from the `_fast_call` extension (python/src/fast_call.cpp): it
+converts the arguments it can convert exactly and calls the op boxed through the
+dispatcher. The objects stay what they were (the same identity, isinstance
+OpOverloadPacket / OpOverload), so torch.compile, torch.export and FX see no difference.
+Anything the fast path does not convert (a __torch_function__ subclass or mode, JIT
+tracing, a numpy scalar, a keyword it does not know) goes to torch's own path unchanged,
+errors included.
+
+Off with BACKPLANE_FAST_CALL=0; status() says whether it is on, and why not.
+"""
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+
+from torch._ops import OpOverload, OpOverloadPacket
+
+_native = None
+_status = "not installed yet"
+
+
+def _extension():
+    """The _fast_call module beside libbackplane_core.so, or None (and _status says why)."""
+    global _native, _status
+    if _native is not None:
+        return _native
+    from ._native import lib_dir
+
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    found = [lib_dir() / f"_fast_call{s}" for s in suffixes if (lib_dir() / f"_fast_call{s}").is_file()]
+    if not found:
+        _status = (f"off: no _fast_call extension in {lib_dir()} for this Python (the build found no Python "
+                   "headers; install python3-dev and rebuild)")
+        return None
+    spec = importlib.util.spec_from_file_location("backplane._fast_call", found[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _native = module
+    return module
+
+
+def _fast_subclass(base: type, qualified: str, fast) -> type:
+    # __slots__ = (): the subclass keeps its base's layout, so an existing object's
+    # __class__ can be switched to it. `fast` is not a descriptor: called without self.
+    return type(base.__name__, (base,), {"__slots__": (), "__call__": fast, "__module__": base.__module__,
+                                         "__qualname__": f"{base.__qualname__}[{qualified}, backplane fast call]"})
+
+
+def install(rows) -> None:
+    """Gives each op in `rows` (core().ops() rows: name, namespace) the fast call, once."""
+    global _status
+    if os.environ.get("BACKPLANE_FAST_CALL", "1") == "0":
+        _status = "off: BACKPLANE_FAST_CALL=0"
+        return
+    native = _extension()
+    if native is None:
+        return
+    import torch
+
+    for row in rows:
+        namespace, op = row["namespace"], row["name"].rpartition("::")[2]
+        packet = getattr(getattr(torch.ops, namespace), op)
+        if type(packet) is not OpOverloadPacket or packet._has_torchbind_op_overload:
+            continue  # already installed, or an op that takes a class: torch's path decides
+        overload = packet.default
+        if type(overload) is not OpOverload or overload._pyobj_dispatcher is not None:
+            continue
+        qualified = f"{namespace}::{op}"
+        for target in (packet, overload):
+            fast = native.make(qualified, "", target._op)
+            if fast is not None:  # None: an argument type the fast path leaves to torch
+                target.__class__ = _fast_subclass(type(target), qualified, fast)
+    _status = "on"
+
+
+def status() -> str:
+    """"on", or "off: <why>"."""
+    return _status
