@@ -5,10 +5,11 @@
 #include <c10/core/GradMode.h>
 
 #include <map>
+#include <set>
 
 namespace backplane::detail {
 
-BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1) {
+BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1), read(op.arguments.size(), false) {
   std::map<std::string, int> seen;  // formula text -> index into formulas
   for (size_t pos = 0; pos < op.arguments.size(); ++pos) {
     auto it = op.backward.find(op.arguments[pos].name());
@@ -17,17 +18,24 @@ BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1
     auto [found, added] = seen.emplace(text, static_cast<int>(formulas.size()));
     if (added) {
       formulas.push_back(conformance::ReferenceExpr::parse(text));
-      uses_result = uses_result || text.find("result") != std::string::npos;
     }
     formula_of[pos] = found->second;
   }
+  std::set<std::string> names;
+  for (const auto& formula : formulas) names.merge(formula.names());
+  uses_result = names.count("result") > 0;
+  for (size_t pos = 0; pos < op.arguments.size(); ++pos) read[pos] = names.count(op.arguments[pos].name()) > 0;
 }
 
 FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, const std::vector<c10::IValue>& args,
                                  std::vector<size_t> wanting)
     : op_(op), plan_(plan), wanting_(std::move(wanting)) {
-  for (const c10::IValue& a : args) {
-    if (a.isTensor() && a.toTensor().defined()) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& a = args[i];
+    if (!plan.read[i]) {
+      versions_.push_back(0);
+      args_.emplace_back();  // not kept: no formula reads it
+    } else if (a.isTensor() && a.toTensor().defined()) {
       versions_.push_back(a.toTensor()._version());
       args_.emplace_back(a.toTensor().detach());
     } else {
@@ -53,7 +61,8 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
                   op_.arguments[i].name(), "' was modified in place after the forward, and its backward needs it "
                   "(version ", versions_[i], " saved, now ", args_[i].toTensor()._version(), ")");
   std::map<std::string, c10::IValue> names;
-  for (size_t i = 0; i < args_.size(); ++i) names[op_.arguments[i].name()] = args_[i];
+  for (size_t i = 0; i < args_.size(); ++i)
+    if (plan_.read[i]) names[op_.arguments[i].name()] = args_[i];
   at::Tensor grad = grads.at(0);
   if (!grad.defined()) return torch::autograd::variable_list(wanting_.size());
   names["grad"] = grad;

@@ -1,6 +1,6 @@
 // The autograd node of an op with `backward:` formulas in the registry.
 //
-// Saved for backward: the op's arguments (tensors detached, with their versions, so a
+// Saved for backward: the op's arguments its formulas read (tensors detached, with their versions, so a
 // later in-place write to one is an error, as with PyTorch's saved variables), and where
 // a formula names `result`, the op's (first) output, likewise detached: a detached tensor
 // shares the output's storage and version counter but not its grad_fn, so the node holds
@@ -31,6 +31,9 @@ struct BackwardPlan {
   explicit BackwardPlan(const OpDef& op);
   std::vector<conformance::ReferenceExpr> formulas;
   std::vector<int> formula_of;  // per argument in schema order; -1: no formula
+  // Per argument: read by some formula, so the node keeps it. Only these are saved: add's
+  // formulas read no tensor, so an add in a training graph holds neither input alive.
+  std::vector<bool> read;
   bool uses_result = false;
 };
 

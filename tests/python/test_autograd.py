@@ -240,3 +240,31 @@ def test_rotary_on_q_and_k_sliced_from_one_fused_qkv():
     y = torch.ops.backplane.rotary(q, cached, sin)
     with pytest.raises(RuntimeError, match="backplane::rotary has no derivative for 'cos'"):
         y.sum().backward()
+
+
+def test_the_node_keeps_only_the_inputs_its_formulas_read():
+    """add's formulas (grad, aten::mul.Scalar(grad, alpha)) read no tensor: an add in a
+    training graph must not hold its inputs alive until backward (a residual stream would
+    double its memory). mul's formulas read both inputs: kept."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    w = torch.randn(64, requires_grad=True)
+    kept = {}
+    for op in ("add", "mul"):
+        t = w * 2  # a non-leaf whose storage only the op's node could keep
+        ref = StorageWeakRef(t.untyped_storage())
+        y = getattr(torch.ops.backplane, op)(t, torch.ones(64))
+        del t
+        kept[op] = not ref.expired()
+        y.sum().backward()
+    assert kept == {"add": False, "mul": True}
+    assert torch.equal(w.grad, torch.full((64,), 2.0) + 2.0)  # d(2w)/dw via add, then via mul by ones
+
+
+def test_add_gradient_alpha_one_and_other():
+    a = torch.randn(5, requires_grad=True)
+    b = torch.randn(5, requires_grad=True)
+    for alpha, expected in ((1, 1.0), (2.5, 2.5), (1.0, 1.0)):
+        a.grad = b.grad = None
+        torch.ops.backplane.add(a, b, alpha=alpha).sum().backward()
+        assert torch.equal(a.grad, torch.ones(5)) and torch.equal(b.grad, torch.full((5,), expected))

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ class BACKPLANE_API ReferenceExpr {
   // returning several tensors, such as backplane::rms_norm_backward), each item of an
   // outermost list ([aten::sin(x), aten::cos(x)]), else the one value evaluate() gives.
   std::vector<c10::IValue> evaluate_all(const std::map<std::string, c10::IValue>& names) const;
+  // The argument names the expression reads (as a name, an index or dtype(name)).
+  std::set<std::string> names() const;
 
   struct Node;
 

@@ -269,6 +269,14 @@ std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string,
     if (!def) throw std::invalid_argument("reference: " + schema.name() + " needs argument '" + schema.arguments()[i].name() + "'");
     values[i] = *def;
   }
+  // Multiplying a tensor by the scalar 1 gives it unchanged: no kernel, no new tensor, as
+  // PyTorch's own derivatives skip it (maybe_multiply). add's gradient for b,
+  // aten::mul.Scalar(grad, alpha), costs nothing at the usual alpha=1.
+  // (A floating tensor and a real scalar only: anything else may change the dtype.)
+  if (schema.operator_name().name == "aten::mul" && schema.overload_name() == "Scalar" && values[0].isTensor() &&
+      values[0].toTensor().is_floating_point() && values[1].isScalar() && !values[1].toScalar().isComplex() &&
+      !values[1].toScalar().isBoolean() && values[1].toScalar().equal(1))
+    return {values[0]};
   torch::jit::Stack stack(values.begin(), values.end());
   handle->callBoxed(stack);
   if (stack.empty()) throw std::invalid_argument("reference: " + schema.name() + " returns nothing");
@@ -281,6 +289,19 @@ ReferenceExpr ReferenceExpr::parse(const std::string& text) {
   ReferenceExpr e;
   e.root_ = Parser(text).parse();
   return e;
+}
+
+std::set<std::string> ReferenceExpr::names() const {
+  std::set<std::string> out;
+  std::vector<const Node*> pending{root_.get()};
+  while (!pending.empty()) {
+    const Node* node = pending.back();
+    pending.pop_back();
+    if (node->kind == Node::Kind::Name || node->kind == Node::Kind::Index || node->kind == Node::Kind::Dtype)
+      out.insert(node->name);
+    for (const auto& [_, arg] : node->args) pending.push_back(arg.get());
+  }
+  return out;
 }
 
 c10::IValue ReferenceExpr::evaluate(const std::map<std::string, c10::IValue>& names) const {
