@@ -42,14 +42,20 @@ def host_us(fn, device, calls=2000, runs=5):
 
 
 def first_sample(op, device):
-    """Positional args and kwargs of the op's first registry sample, defaults filled in."""
+    """The op's first registry sample as a user writes the call: positional arguments in
+    order, the rest by keyword, defaults left out."""
     schema = backplane.torch_op(op.name).default._schema
     g = torch.Generator().manual_seed(0)
-    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-    for arg, given in op.samples[0]["args"].items():
-        values[arg] = torch.randn(given, generator=g).to(device) if arg in op.tensor_args else given
-    args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
-    kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
+    given = {arg: torch.randn(sizes, generator=g).to(device) if arg in op.tensor_args else sizes
+             for arg, sizes in op.samples[0]["args"].items()}
+    args, kwargs = [], {}
+    for a in schema.arguments:
+        if a.name not in given:
+            continue
+        if not a.kwarg_only and len(args) == schema.arguments.index(a):
+            args.append(given[a.name])
+        else:
+            kwargs[a.name] = given[a.name]
     return args, kwargs
 
 
