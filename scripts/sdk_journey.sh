@@ -156,6 +156,10 @@ echo "$torch_site" > "$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()
   2>"$WORK/import.err" || { cat "$WORK/import.err"; fail "import backplane from the wheel"; }
 ! grep -q "autoload failed" "$WORK/import.err" || fail "autoload: $(cat "$WORK/import.err")"
 "$VPY" -c "import torch; assert hasattr(torch, 'npu'), 'import torch did not autoload the npu plugin'"
+# The wheel carries the fast call extension wherever the build made one (Python's headers found).
+fast=$("$VPY" -c "import backplane; print(backplane.info()['fast_call'])")
+if compgen -G "$BUILD/lib/_fast_call*" >/dev/null; then [ "$fast" = on ] || fail "the wheel's fast call: $fast"; fi
+echo "fast call from the wheel: $fast"
 "$WORK/venv/bin/backplane" list | grep -E "^cpu +loaded" || fail "backplane list from the wheel"
 prefix=$("$VPY" -c "import backplane; print(backplane.cmake_prefix_path)")
 cmake -S "$WORK/acme" -B "$WORK/acme/build-wheel" -DCMAKE_PREFIX_PATH="$prefix" -DBACKPLANE_PYTHON="$VPY" \
