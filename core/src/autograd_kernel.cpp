@@ -58,7 +58,7 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
   const bool grad_mode = c10::GradMode::is_enabled();
 
   std::vector<at::Tensor> wanting_grad, written;
-  std::vector<std::string> wanting_names, without_formula;
+  std::vector<std::string> without_formula;
   std::vector<size_t> wanting_positions;
   for (size_t i = 0; i < n; ++i) {
     const c10::IValue& value = (*stack)[stack->size() - n + i];
@@ -78,9 +78,8 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
     }
     if (grad_mode && t.requires_grad()) {
       wanting_grad.push_back(t);
-      wanting_names.push_back(arg.name());
       wanting_positions.push_back(i);
-      if (!def.backward.count(arg.name())) without_formula.push_back(arg.name());
+      if (plan.formula_of[i] < 0) without_formula.push_back(arg.name());
     }
   }
   // Saved before the forward runs: the formulas need the inputs as they were.
