@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import inspect
 import os
 
 from torch._ops import OpOverload, OpOverloadPacket
@@ -49,7 +50,11 @@ def _extension():
 def _fast_subclass(base: type, qualified: str, fast) -> type:
     # __slots__ = (): the subclass keeps its base's layout, so an existing object's
     # __class__ can be switched to it. `fast` is not a descriptor: called without self.
+    # __signature__: what inspect.signature gave for the base's __call__, without self.
+    signature = inspect.signature(base.__call__)
+    signature = signature.replace(parameters=list(signature.parameters.values())[1:])
     return type(base.__name__, (base,), {"__slots__": (), "__call__": fast, "__module__": base.__module__,
+                                         "__signature__": signature,
                                          "__qualname__": f"{base.__qualname__}[{qualified}, backplane fast call]"})
 
 
@@ -67,10 +72,13 @@ def install(rows) -> None:
     for row in rows:
         namespace, op = row["namespace"], row["name"].rpartition("::")[2]
         packet = getattr(getattr(torch.ops, namespace), op)
-        if type(packet) is not OpOverloadPacket or packet._has_torchbind_op_overload:
+        if type(packet) is not OpOverloadPacket or getattr(packet, "_has_torchbind_op_overload", False):
             continue  # already installed, or an op that takes a class: torch's path decides
+        if len(packet.overloads()) != 1:
+            continue  # torch picks among overloads by the arguments; the fast call knows one
         overload = packet.default
-        if type(overload) is not OpOverload or overload._pyobj_dispatcher is not None:
+        # _pyobj_dispatcher: an op dispatched from Python (newer torch only)
+        if type(overload) is not OpOverload or getattr(overload, "_pyobj_dispatcher", None) is not None:
             continue
         qualified = f"{namespace}::{op}"
         for target in (packet, overload):

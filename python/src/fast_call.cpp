@@ -60,10 +60,9 @@ PyObject* disabled_torch_function = nullptr;
 
 bool plain_tensor(PyObject* obj) {
   if (THPVariable_CheckExact(obj)) return true;
-  if (!THPVariableClass || PyObject_IsInstance(obj, THPVariableClass) != 1) {
-    PyErr_Clear();
-    return false;
-  }
+  // The object's real type, not isinstance(): that trusts a __class__ attribute, which an
+  // object only posing as a tensor (a mock with spec=torch.Tensor) has.
+  if (!THPVariableClass || !PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(THPVariableClass))) return false;
   static PyObject* attr = PyUnicode_InternFromString("__torch_function__");
   PyObject* impl = _PyType_Lookup(Py_TYPE(obj), attr);  // borrowed
   return impl == nullptr || impl == disabled_torch_function;
@@ -198,8 +197,8 @@ PyObject* fast_call_vectorcall(PyObject* callable, PyObject* const* args, size_t
   torch::jit::Stack fresh;
   torch::jit::Stack& stack = in_use ? fresh : reused;
   const StackLease lease(stack, &stack == &reused ? &in_use : nullptr);
+  HANDLE_TH_ERRORS  // from here on a C++ exception (std::bad_alloc included) becomes a Python one
   if (!bind(self, args, PyVectorcall_NARGS(nargsf), kwnames, stack)) return call_fallback(self, args, nargsf, kwnames);
-  HANDLE_TH_ERRORS
   {
     const WithoutGil no_gil;  // as torch's own bindings run a kernel
     self->op->callBoxed(stack);
@@ -253,6 +252,10 @@ std::optional<Argument> describe(const c10::Argument& a) {
       return std::nullopt;
   }
   out.name = PyUnicode_InternFromString(a.name().c_str());
+  if (out.name == nullptr) {  // out of memory: the op keeps torch's path
+    PyErr_Clear();
+    return std::nullopt;
+  }
   return out;
 }
 

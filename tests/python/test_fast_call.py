@@ -226,3 +226,37 @@ def test_jit_trace_records_the_op():
     traced = torch.jit.trace(lambda x, y: torch.ops.backplane.add(x, y, alpha=2.0), (a, b))
     assert "backplane::add" in str(traced.graph)
     assert torch.equal(traced(a, b), a + 2 * b)
+
+
+def test_an_object_posing_as_a_tensor_goes_to_torch():
+    """A mock with spec=torch.Tensor passes isinstance(); it must never be read as a tensor
+    (it was, and crashed): torch's path hands it to its __torch_function__."""
+    from unittest import mock
+
+    m = mock.MagicMock(spec=torch.Tensor)
+    a = torch.randn(3)
+    add = torch.ops.backplane.add
+    assert type(add(m, a)) is type(add._op(m, a))
+
+
+def test_inspect_signature_is_the_one_torch_gives():
+    """As for an untouched torch packet and overload (aten's)."""
+    import inspect
+
+    assert inspect.signature(torch.ops.backplane.add) == inspect.signature(torch.ops.aten.add)
+    assert inspect.signature(torch.ops.backplane.add.default) == inspect.signature(torch.ops.aten.add.Tensor)
+
+
+def test_a_packet_with_several_overloads_keeps_torch_choice():
+    """torch picks a packet's overload from the arguments; the fast call knows one schema,
+    so a packet with several keeps torch's path (its overloads may still be fast)."""
+    lib = torch.library.Library("bp_fast_call_test", "DEF")
+    lib.define("f.int(Tensor x, int n) -> Tensor")
+    lib.define("f(Tensor x, float s) -> Tensor")
+    lib.impl("f.int", lambda x, n: x + 100, "CPU")
+    lib.impl("f", lambda x, s: x - 100, "CPU")
+    fast_call.install([{"namespace": "bp_fast_call_test", "name": "f"}])
+    packet = torch.ops.bp_fast_call_test.f
+    assert type(packet) is OpOverloadPacket
+    x = torch.zeros(2)
+    assert torch.equal(packet(x, 3), x + 100) and torch.equal(packet(x, 3.0), x - 100)
