@@ -34,10 +34,11 @@ def _extension():
         return _native
     from ._native import lib_dir
 
-    suffixes = importlib.machinery.EXTENSION_SUFFIXES
-    found = [lib_dir() / f"_fast_call{s}" for s in suffixes if (lib_dir() / f"_fast_call{s}").is_file()]
+    directory = lib_dir()
+    candidates = (directory / f"_fast_call{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    found = [path for path in candidates if path.is_file()]
     if not found:
-        _status = (f"off: no _fast_call extension in {lib_dir()} for this Python (the build found no Python "
+        _status = (f"off: no _fast_call extension in {directory} for this Python (the build found no Python "
                    "headers; install python3-dev and rebuild)")
         return None
     spec = importlib.util.spec_from_file_location("backplane._fast_call", found[0])
