@@ -251,12 +251,28 @@ def test_a_packet_with_several_overloads_keeps_torch_choice():
     """torch picks a packet's overload from the arguments; the fast call knows one schema,
     so a packet with several keeps torch's path (its overloads may still be fast)."""
     lib = torch.library.Library("bp_fast_call_test", "DEF")
-    lib.define("f.int(Tensor x, int n) -> Tensor")
-    lib.define("f(Tensor x, float s) -> Tensor")
-    lib.impl("f.int", lambda x, n: x + 100, "CPU")
-    lib.impl("f", lambda x, s: x - 100, "CPU")
-    fast_call.install([{"namespace": "bp_fast_call_test", "name": "f"}])
-    packet = torch.ops.bp_fast_call_test.f
-    assert type(packet) is OpOverloadPacket
-    x = torch.zeros(2)
-    assert torch.equal(packet(x, 3), x + 100) and torch.equal(packet(x, 3.0), x - 100)
+    try:
+        lib.define("f.int(Tensor x, int n) -> Tensor")
+        lib.define("f(Tensor x, float s) -> Tensor")
+        lib.impl("f.int", lambda x, n: x + 100, "CPU")
+        lib.impl("f", lambda x, s: x - 100, "CPU")
+        fast_call.install([{"namespace": "bp_fast_call_test", "name": "f"}])
+        packet = torch.ops.bp_fast_call_test.f
+        assert type(packet) is OpOverloadPacket
+        x = torch.zeros(2)
+        assert torch.equal(packet(x, 3), x + 100) and torch.equal(packet(x, 3.0), x - 100)
+    finally:
+        _forget_library(lib, "bp_fast_call_test", "f")
+
+
+def _forget_library(lib, namespace, name):
+    """Removes the ops `lib` defined, and torch.ops' cached packet for them: torch 2.11 keeps
+    the packet after the library goes, and whatever later walks every op in the process
+    (the decomposition tables of torch.export, Inductor and the ONNX exporter) then asks it
+    for an overload that no longer exists. Newer torch clears the cache itself."""
+    lib._destroy()
+    ns = getattr(torch.ops, namespace)
+    if name in vars(ns):
+        delattr(ns, name)
+    if name in ns._dir:
+        ns._dir.remove(name)
