@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 python=$(cat "$BUILD/.python")
+source scripts/python_env.sh
 bin=$BUILD/bin
 
 echo "== Backends =="
@@ -18,9 +19,6 @@ echo "== Every op on every loaded backend, against PyTorch =="
 echo
 echo "== The identity model: torch.export -> AOTInductor package -> C++ runner (no Python) =="
 export BACKPLANE_BIN=$bin/backplane
-# Inductor trusts the CPU's vector-ISA flags instead of proving each with a compiled
-# probe in a fresh Python (32 s a process on the GPU machine; scripts/test.sh says more).
-export TORCHINDUCTOR_VEC_ISA_OK=${TORCHINDUCTOR_VEC_ISA_OK:-1}
 for step in export aoti cpp; do
   PYTHONPATH=$PWD/python "$python" -m models.pipeline "$step" identity --device cpu --out "$BUILD/models"
 done

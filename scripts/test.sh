@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 python=$(cat "$BUILD/.python")
+source scripts/python_env.sh
 # The conformance suite runs on every backend the build made; where a device is
 # missing, its cases skip with the reason.
 backends=cpu
@@ -33,6 +34,10 @@ workers=$(( $(nproc) / 2 ))
 parallel=()
 if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   parallel=(-n "$workers")
+  # Tests taken from a busy worker by an idle one (pytest-xdist >= 3.2): a few tests take a
+  # minute or more (an AOTInductor compile), and handed out up front they pile up on one.
+  "$python" -c 'import sys, xdist; sys.exit(tuple(map(int, xdist.__version__.split(".")[:2])) < (3, 2))' 2>/dev/null &&
+    parallel+=(--dist worksteal)
   echo "pytest: $workers workers (pytest-xdist), the npu tests in a process beside them"
   # The cores shared out: each process's ATen threads, and Inductor compiling in the
   # process itself rather than in a pool of one subprocess per core. Left to their
@@ -42,12 +47,6 @@ if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 fi
 export PYTHONPATH=$PWD/python
-# Inductor (torch 2.11) proves each vector ISA the CPU reports by compiling a probe and
-# loading it in a fresh Python, once per process that compiles for the CPU: 32 s a
-# process on the GPU machine (where importing torch takes 3-4 s), paid again by every
-# worker and every child process a test starts. Told to trust the CPU's own flags, it
-# picks the same ISA without the probes (a first torch.compile there: 61 s -> 1.3 s).
-export TORCHINDUCTOR_VEC_ISA_OK=${TORCHINDUCTOR_VEC_ISA_OK:-1}
 # The Python suites test this build's libraries and binaries, not build/'s.
 export BACKPLANE_LIB_DIR=${BACKPLANE_LIB_DIR:-$PWD/$BUILD/lib} BACKPLANE_BIN=${BACKPLANE_BIN:-$PWD/$BUILD/bin/backplane}
 py=("$python")
