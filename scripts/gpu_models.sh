@@ -11,6 +11,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 B=build
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/python BACKPLANE_LIB_DIR=$PWD/$B/lib BACKPLANE_BIN=$PWD/$B/bin/backplane
+python=python3 BUILD=$B source scripts/python_env.sh
 echo "CXX=${CXX:-unset} ($(command -v g++))"; python3 -c 'import torch; print("torch", torch.__version__)'; date -u
 for device in ${DEVICES:-cuda cpu}; do
   for model in ${MODELS:-identity decoder_block}; do

@@ -21,6 +21,7 @@ nvidia-smi -L
 t0=$SECONDS
 make build > "$OUT/build.log" 2>&1 || { grep -m3 -B2 -A15 "error" "$OUT/build.log"; tail -20 "$OUT/build.log"; exit 1; }
 P=$(cat build/.python)
+python=$P BUILD=build source scripts/python_env.sh
 echo "build: $(( SECONDS - t0 )) s; $("$P" -c 'import torch; print("torch", torch.__version__)'); $(date -u +%F)"
 for step in $STEPS; do
   t=$SECONDS
