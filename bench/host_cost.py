@@ -42,27 +42,9 @@ def host_us(fn, device, calls=2000, runs=5):
     return best * 1e6
 
 
-def first_sample(op, device):
-    """The op's first registry sample as a user writes the call: positional arguments in
-    order, the rest by keyword, defaults left out."""
-    schema = backplane.torch_op(op.name).default._schema
-    g = torch.Generator().manual_seed(0)
-    given = {arg: torch.randn(sizes, generator=g).to(device) if arg in op.tensor_args else sizes
-             for arg, sizes in op.samples[0]["args"].items()}
-    args, kwargs = [], {}
-    for a in schema.arguments:
-        if a.name not in given:
-            continue
-        if not a.kwarg_only and len(args) == schema.arguments.index(a):
-            args.append(given[a.name])
-        else:
-            kwargs[a.name] = given[a.name]
-    return args, kwargs
-
-
 def op_rows(op, device):
     packet = backplane.torch_op(op.name)
-    args, kwargs = first_sample(op, device)
+    args, kwargs = backplane.sample_call(op, device=device)
     label = f"{op.namespace}.{op.name.rpartition('::')[2]}"
     # functools.partial: the arguments are bound once, as a direct call passes them.
     first = next(a for a in args if isinstance(a, torch.Tensor))

@@ -21,12 +21,13 @@ from backplane_plugins import add_entry_point_plugins
 
 from . import fast_call
 from .plugin_python import plugin_module
+from .registry_samples import sample_call, sample_values
 from .selection import Serving, preferences, prefer, serving
 
 __all__ = [
     "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "backends", "check",
-    "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer", "serving",
-    "torch_op",
+    "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer",
+    "sample_call", "sample_values", "serving", "torch_op",
 ]
 
 

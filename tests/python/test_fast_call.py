@@ -23,17 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(fast_call.status() != "on", reason=f"fast call {fast_call.status()}")
 
 
-def _sample(name):
-    """The op's first registry sample in float32 (positional args, kwargs) with defaults."""
-    op = next(o for o in backplane.ops() if o.name == name)
-    schema = backplane.torch_op(name).default._schema
-    g = torch.Generator().manual_seed(0)
-    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-    for arg, given in op.samples[0]["args"].items():
-        values[arg] = torch.randn(given, generator=g) if arg in op.tensor_args else given
-    args = [values[a.name] for a in schema.arguments if not a.kwarg_only]
-    kwargs = {a.name: values[a.name] for a in schema.arguments if a.kwarg_only}
-    return args, kwargs
+def _op(name):
+    return next(o for o in backplane.ops() if o.name == name)
 
 
 def _clone(args, kwargs):
@@ -54,7 +45,7 @@ def test_packets_and_overloads_keep_their_identity_and_type():
 def test_fast_path_gives_what_torch_ops_gives(name):
     require_kernel(name, "cpu")
     packet = backplane.torch_op(name)
-    args, kwargs = _sample(name)
+    args, kwargs = backplane.sample_call(_op(name))
     fast_args, fast_kwargs = _clone(args, kwargs)
     slow_args, slow_kwargs = _clone(args, kwargs)
     fast = results(packet, packet(*fast_args, **fast_kwargs), fast_args, fast_kwargs)

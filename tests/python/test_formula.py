@@ -14,11 +14,8 @@ from samples import op_names, results
 
 def _first_sample(op, schema):
     """The op's first registry sample in float64, with the schema's defaults."""
-    g = torch.Generator().manual_seed(0)
-    values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-    for arg, given in op.samples[0]["args"].items():
-        values[arg] = torch.randn(given, generator=g, dtype=torch.float64) if arg in op.tensor_args else given
-    return values
+    return {**{a.name: a.default_value for a in schema.arguments if a.has_default_value()},
+            **backplane.sample_values(op, dtype=torch.float64)}
 
 
 @pytest.mark.parametrize("name", op_names())
