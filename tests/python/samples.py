@@ -78,6 +78,20 @@ def results(op, returned, args, kwargs):
     return [args[schema.arguments.index(written)]]
 
 
+def twin_call(args, kwargs):
+    """A copy of a call's arguments for a second call of the same op: each tensor with the
+    same sizes, strides and offset in storage of its own (clone() would make a strided view
+    contiguous, and so pick another kernel), so that ops writing an argument leave the
+    first call's inputs alone; anything else as it is."""
+    def twin(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        return torch.empty(0, dtype=value.dtype, device=value.device).set_(
+            value.untyped_storage().clone(), value.storage_offset(), value.size(), value.stride())
+
+    return [twin(v) for v in args], {k: twin(v) for k, v in kwargs.items()}
+
+
 def block(x, y, w):
     """A small model of the ops in a row, for compile and graph-capture tests."""
     h = torch.ops.backplane.add(x, y, alpha=0.5)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import backplane
-from samples import DTYPES, block, require_kernel, results, samples
+from samples import DTYPES, block, require_kernel, results, samples, twin_call
 
 
 def _cuda_ready():
@@ -57,22 +57,11 @@ def test_fast_call_gives_what_torch_ops_gives(op_name):
     packet = getattr(torch.ops.backplane, op_name)
     assert type(packet) is not torch._ops.OpOverloadPacket, "the fast call is installed"
     for args, kwargs in samples(torch.float32, "cuda")[op_name]:
-        fast_args, fast_kwargs = [_twin(v) for v in args], {k: _twin(v) for k, v in kwargs.items()}
+        fast_args, fast_kwargs = twin_call(args, kwargs)
         fast = results(packet, packet(*fast_args, **fast_kwargs), fast_args, fast_kwargs)
         slow = results(packet, packet._op(*args, **kwargs), args, kwargs)  # torch's own path
         for f, s in zip(fast, slow, strict=True):
             assert f.device == s.device and torch.equal(f, s)
-
-
-def _twin(value):
-    """A copy of a tensor argument with the same sizes, strides and offset in storage of its
-    own (clone() would make a strided view contiguous, and so pick another kernel), for ops
-    that write an argument; anything else as it is."""
-    if not isinstance(value, torch.Tensor):
-        return value
-    storage = value.untyped_storage().clone()
-    return torch.empty(0, dtype=value.dtype, device=value.device).set_(
-        storage, value.storage_offset(), value.size(), value.stride())
 
 
 def test_ops_follow_the_current_stream():

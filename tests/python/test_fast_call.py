@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import backplane
 from backplane import fast_call
 
-from samples import op_names, require_kernel, results
+from samples import op_names, require_kernel, results, twin_call
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(fast_call.status() != "on", reason=f"fast call {fast_call.status()}")
@@ -25,11 +25,6 @@ pytestmark = pytest.mark.skipif(fast_call.status() != "on", reason=f"fast call {
 
 def _op(name):
     return next(o for o in backplane.ops() if o.name == name)
-
-
-def _clone(args, kwargs):
-    copy = lambda v: v.clone() if isinstance(v, torch.Tensor) else v  # noqa: E731
-    return [copy(v) for v in args], {k: copy(v) for k, v in kwargs.items()}
 
 
 def test_packets_and_overloads_keep_their_identity_and_type():
@@ -46,8 +41,8 @@ def test_fast_path_gives_what_torch_ops_gives(name):
     require_kernel(name, "cpu")
     packet = backplane.torch_op(name)
     args, kwargs = backplane.sample_call(_op(name))
-    fast_args, fast_kwargs = _clone(args, kwargs)
-    slow_args, slow_kwargs = _clone(args, kwargs)
+    fast_args, fast_kwargs = twin_call(args, kwargs)
+    slow_args, slow_kwargs = twin_call(args, kwargs)
     fast = results(packet, packet(*fast_args, **fast_kwargs), fast_args, fast_kwargs)
     slow = results(packet, packet._op(*slow_args, **slow_kwargs), slow_args, slow_kwargs)  # torch's own path
     over = results(packet, packet.default(*args, **kwargs), args, kwargs)
