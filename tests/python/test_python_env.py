@@ -30,8 +30,10 @@ def _torch_stand_in(tmp_path, with_bytecode):
     package.mkdir()
     source = package / "__init__.py"
     source.write_text("")
-    if with_bytecode:
-        py_compile.compile(str(source), doraise=True)
+    if with_bytecode:  # beside the source, as pip leaves it; not under this process's own
+        # PYTHONPYCACHEPREFIX, which test.sh sets on the GPU machine (py_compile would follow it)
+        cache = package / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc"
+        py_compile.compile(str(source), cfile=str(cache), doraise=True)
 
 
 def test_without_torch_bytecode_it_goes_to_the_build_folder(tmp_path):
