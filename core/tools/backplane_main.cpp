@@ -261,7 +261,7 @@ const std::map<std::string, Command>& commands() {
         {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
       {"bench",
        {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..] [--repetitions N] [--json F] [--compare BASE.json] "
-        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--min-time S] [common flags]",
+        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--side-by-side] [--min-time S] [common flags]",
         "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
         "bandwidth, each row checked against its reference first (Google Benchmark; engine: backplane_bench).\n"
         "  --ops a,b              these ops (default: all)\n"
@@ -274,9 +274,11 @@ const std::map<std::string, Command>& commands() {
         "                         significant regression beyond --threshold (default 5%)\n"
         "  --compare-backends A,B backend B against A in this run, the same way\n"
         "  --plot FILE.png        GB/s per op and backend with the copy_ roofline (matplotlib)\n"
-        "  (--compare, --compare-backends and --plot run `python -m backplane bench`)",
+        "  --side-by-side         markdown: a row per op, preset and dtype, a group of columns per backend\n"
+        "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`;\n"
+        "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
-         "--threshold", "--plot"},
+         "--threshold", "--plot", "--side-by-side"},
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
          "--threshold", "--plot"},
         false, bench_command}},

@@ -1,7 +1,7 @@
 // `backplane bench`: the benchmark engine (backplane_bench, Google Benchmark, beside this
 // command) with the selection flags translated; comparisons and plots are done by the
 // Python side (`python -m backplane bench`, backplane/bench.py), which this command runs
-// for --compare, --compare-backends and --plot.
+// for --compare, --compare-backends, --plot and --side-by-side.
 #include "cli.h"
 
 #include <backplane/selection.h>
@@ -55,7 +55,7 @@ int bench_command(const Options& options) {
   if (!prefer.empty()) setenv("BACKPLANE_PREFER", prefer.c_str(), 1);
   bool python_side = false;
   for (const auto& arg : options.rest)
-    if (arg == "--compare" || arg == "--compare-backends" || arg == "--plot") python_side = true;
+    if (arg == "--compare" || arg == "--compare-backends" || arg == "--plot" || arg == "--side-by-side") python_side = true;
 
   if (python_side) {
     // The Python side runs the engine too. In a source checkout, its package is python/.

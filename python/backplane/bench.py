@@ -97,8 +97,58 @@ def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repet
 
 
 def load(path) -> dict:
-    with open(path) as f:
-        return json.load(f)
+    """A run's JSON. A file cut off mid-run (the engine stopped by a timeout, say) keeps its
+    complete rows, with a note on stderr; anything else that does not parse is refused."""
+    text = Path(path).read_text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        results = _complete_rows(text)
+        if results is None:
+            raise ValueError(f"{path}: not a backplane bench (Google Benchmark) JSON file: {e}") from e
+        print(f"backplane bench: {path} ends mid-run; its {len(results['benchmarks'])} complete entries are kept",
+              file=sys.stderr)
+        return results
+
+
+def _complete_rows(text: str) -> dict | None:
+    """The run in `text` up to its last complete entry of "benchmarks" (Google Benchmark
+    writes one entry per 4-space-indented object), or None."""
+    if '"benchmarks": [' not in text:
+        return None
+    end = len(text)
+    for _ in range(8):  # the last few entry ends; the file is cut inside one of them at worst
+        end = text.rfind("\n    }", 0, end)
+        if end < 0:
+            return None
+        try:
+            return json.loads(text[:end + 6] + "\n  ]\n}")
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def merge(runs: dict) -> dict:
+    """Several runs as one, {name: results} (a file name, say): their rows side by side.
+    Each backend must come from one run only; a backend in two runs is refused, naming
+    both, rather than one of them silently kept. The context keeps each run's machine,
+    torch and date under "runs"."""
+    merged = {"context": {"runs": []}, "benchmarks": []}
+    owner: dict[str, str] = {}
+    for name, results in runs.items():
+        ctx = results.get("context", {})
+        for backend in sorted({r.backend for r in rows(results)}):
+            if backend in owner:
+                raise ValueError(f"backend '{backend}' is in both {owner[backend]} and {name}: compare them with "
+                                 f"--compare, or merge runs of different backends")
+            owner[backend] = name
+        merged["context"].update({k: v for k, v in ctx.items() if k.startswith("backend.")})
+        for key in ("date", "host_name", "num_cpus", "torch_version", "timing"):
+            merged["context"].setdefault(key, ctx.get(key, "?"))
+        merged["context"]["runs"].append({"name": str(name), **{k: ctx.get(k, "?") for k in
+                                                                ("date", "host_name", "num_cpus", "torch_version")}})
+        merged["benchmarks"] += results.get("benchmarks", [])
+    return merged
 
 
 def rows(results: dict) -> list[Row]:
@@ -168,6 +218,43 @@ def format_table(results: dict) -> str:
         gbps, pct, ratio = _cells(t)
         out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} {t['median_us']:10.2f} "
                    f"{100 * t['spread']:6.1f}% {gbps:>8} {pct:>7} {ratio:>6}")
+    return "\n".join(out)
+
+
+def side_by_side(results: dict, command: str = "") -> str:
+    """A markdown table with one row per op, preset and dtype and a group of columns per
+    backend (µs, % of that device's copy_, × its PyTorch reference): cpu, npu and cuda
+    on the same workload in one line."""
+    lines = table(results)
+    backends = sorted({t["backend"] for t in lines})
+    keyed: dict[tuple, dict] = {}
+    for t in lines:
+        keyed.setdefault((t["op"], t["shape"], t["dtype"]), {})[t["backend"]] = t
+    ctx = results.get("context", {})
+    runs = ctx.get("runs") or [{"name": "this run", **{k: ctx.get(k, "?") for k in
+                                                      ("date", "host_name", "num_cpus", "torch_version")}}]
+    out = [f"### backplane bench: {', '.join(backends)} side by side", ""]
+    out += [f"- {r['name']}: machine `{r['host_name']}`, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
+            f"{str(r['date'])[:10]}" for r in runs]
+    if command:
+        out += ["", f"Command: `{command}`"]
+    out += ["", "| op | preset | dtype | " + " | ".join(f"{b} µs | {b} % copy_ | {b} × ref" for b in backends) + " |",
+            "|---|---|---|" + "---:|---:|---:|" * len(backends)]
+    for (op, shape, dtype), per in sorted(keyed.items()):
+        cells = []
+        for b in backends:
+            t = per.get(b)
+            if t is None:
+                cells += ["", "", ""]
+            elif t["error"]:
+                cells += [f"FAILED: {t['error']}", "", ""]
+            else:
+                _, pct, ratio = _cells(t)
+                cells += [f"{t['median_us']:.2f}", pct, ratio]
+        out.append(f"| {op} | {shape} | {dtype} | " + " | ".join(cells) + " |")
+    out += ["", "% copy_: against `out.copy_(x)` of the op's largest tensor on that device in the same run; "
+            "× ref: the registry reference's time over backplane's on that device (> 1: faster than PyTorch); "
+            "an empty cell: the row was not run on that backend."]
     return "\n".join(out)
 
 
@@ -310,22 +397,32 @@ def main(argv=None) -> int:
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--min-time", type=float, help="least seconds per repetition (Google Benchmark's default 0.5)")
     p.add_argument("--json", help="write Google Benchmark's JSON here")
-    p.add_argument("--input", help="read results from this JSON instead of running")
+    p.add_argument("--input", nargs="+", metavar="RUN.json",
+                   help="read results from these JSON files instead of running (several: their backends side by side)")
     p.add_argument("--compare", metavar="BASE.json", help="compare against this earlier run (U test per row)")
     p.add_argument("--compare-backends", metavar="A,B", help="compare backend B against A within this run")
     p.add_argument("--threshold", type=float, default=5.0, help="percent slower that counts as a regression")
     p.add_argument("--plot", metavar="FILE.png")
     p.add_argument("--markdown", action="store_true", help="print a bench/RESULTS.md section instead of the table")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="markdown, one row per op, preset and dtype with a group of columns per backend")
     args = p.parse_args(argv)
     if args.input:
-        results = load(args.input)
+        try:
+            results = load(args.input[0]) if len(args.input) == 1 else merge({f: load(f) for f in args.input})
+        except (OSError, ValueError) as e:
+            print(f"backplane bench: {e}", file=sys.stderr)
+            return 2
     else:
         extra = [f"--min-time={args.min_time}"] if args.min_time else []
         results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
                       extra=extra)
-    if args.markdown:
-        shown = ["backplane", "bench", *(argv if argv is not None else sys.argv[1:])]
-        print(markdown(results, " ".join(a for a in shown if a != "--markdown")))
+    shown = " ".join(a for a in ["backplane", "bench", *(argv if argv is not None else sys.argv[1:])]
+                     if a not in ("--markdown", "--side-by-side"))
+    if args.side_by_side:
+        print(side_by_side(results, shown))
+    elif args.markdown:
+        print(markdown(results, shown))
     else:
         print(format_table(results))
     status = 0

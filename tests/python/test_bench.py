@@ -129,3 +129,39 @@ def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     bench.plot(_results((5.0, 6.0, 7.0)), tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_runs_of_different_backends_side_by_side(tmp_path, capsys):
+    cpu, npu = tmp_path / "cpu.json", tmp_path / "npu.json"
+    cpu.write_text(json.dumps(_results((5.0, 6.0, 7.0), backend="cpu")))
+    npu.write_text(json.dumps(_results((20.0, 20.0, 20.0), backend="npu")))
+    merged = bench.merge({"cpu.json": bench.load(cpu), "npu.json": bench.load(npu)})
+    assert {t["backend"] for t in bench.table(merged)} == {"cpu", "npu"}
+    assert bench.main(["--input", str(cpu), str(npu), "--side-by-side"]) == 0
+    printed = capsys.readouterr().out
+    assert "| op | preset | dtype | cpu µs | cpu % copy_ | cpu × ref | npu µs | npu % copy_ | npu × ref |" in printed
+    # one line for the workload, each backend's median, copy fraction and ratio in it
+    assert "| add | 1M_elements | float32 | 6.00 | 50% | 1.67 | 20.00 | 50% | 0.50 |" in printed
+
+
+def test_a_backend_in_two_runs_is_refused_naming_both(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    b.write_text(json.dumps(_results((6.0, 6.0, 6.0))))
+    with pytest.raises(ValueError, match=r"backend 'cpu' is in both a.json and b.json"):
+        bench.merge({"a.json": bench.load(a), "b.json": bench.load(b)})
+    assert bench.main(["--input", str(a), str(b)]) == 2
+    assert "backend 'cpu' is in both" in capsys.readouterr().err
+
+
+def test_a_run_cut_off_mid_row_keeps_its_complete_rows(tmp_path, capsys):
+    whole = json.dumps(_results((5.0, 6.0, 7.0)), indent=2)
+    cut = tmp_path / "cut.json"
+    # as Google Benchmark leaves a file when the engine is stopped: inside the last entry
+    cut.write_text(whole[:whole.rindex('"time_unit"')])
+    results = bench.load(cut)
+    assert len(results["benchmarks"]) == len(json.loads(whole)["benchmarks"]) - 1
+    assert "ends mid-run" in capsys.readouterr().err
+    (tmp_path / "junk.json").write_text("not json")
+    with pytest.raises(ValueError, match="not a backplane bench"):
+        bench.load(tmp_path / "junk.json")
