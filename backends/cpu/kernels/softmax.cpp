@@ -1,5 +1,5 @@
-// softmax over the last dimension: max, then exp(x - max) and its sum, then a scale,
-// per row, in opmath (float for float16 and bfloat16, else the dtype) with at::vec's
+// softmax over the last dimension: max, then exp(x - max) with its sum in one pass, then a
+// scale, per row, in opmath (float for float16 and bfloat16, else the dtype) with at::vec's
 // vectorized exp. Rows run in parallel. A non-contiguous x is made contiguous first
 // (one copy). A zero-dimensional x is one row of one element.
 #include "../kernel_variants.h"
@@ -17,14 +17,33 @@ namespace {
 
 using at::vec::Vectorized;
 
+// out = exp(in - max), returning its sum: one pass (in may be out).
 template <typename acc_t>
-void softmax_row_in_place(acc_t* row, int64_t n) {
+acc_t exp_and_sum(const acc_t* in, acc_t* out, int64_t n, acc_t max) {
   using Vec = Vectorized<acc_t>;
-  const acc_t max = at::vec::reduce_all<acc_t>([](Vec& a, Vec& b) { return at::vec::maximum(a, b); }, row, n);
-  at::vec::map([max](Vec v) { return (v - Vec(max)).exp(); }, row, row, n);
-  const acc_t sum = at::vec::reduce_all<acc_t>([](Vec& a, Vec& b) { return a + b; }, row, n);
-  const acc_t inv = acc_t(1) / sum;
-  at::vec::map([inv](Vec v) { return v * Vec(inv); }, row, row, n);
+  Vec sums(acc_t(0));
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    const Vec e = (Vec::loadu(in + i) - Vec(max)).exp();
+    e.store(out + i);
+    sums = sums + e;
+  }
+  acc_t sum = at::vec::vec_reduce_all<acc_t>([](Vec& a, Vec& b) { return a + b; }, sums);
+  for (; i < n; ++i) {
+    out[i] = std::exp(in[i] - max);
+    sum += out[i];
+  }
+  return sum;
+}
+
+// Three passes over a row, as aten's: max, exp with its sum, scale. (A copy, a separate sum
+// pass, then the scale made five: 0.66-0.85x aten at 4096x4096 and 32x32000 float32.)
+template <typename acc_t>
+void softmax_row(const acc_t* in, acc_t* out, int64_t n) {
+  using Vec = Vectorized<acc_t>;
+  const acc_t max = at::vec::reduce_all<acc_t>([](Vec& a, Vec& b) { return at::vec::maximum(a, b); }, in, n);
+  const acc_t inv = acc_t(1) / exp_and_sum(in, out, n, max);
+  at::vec::map([inv](Vec v) { return v * Vec(inv); }, out, out, n);
 }
 
 template <typename scalar_t>
@@ -34,11 +53,10 @@ void softmax_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t n) {
     std::vector<acc_t> buffer(std::is_same_v<scalar_t, acc_t> ? 0 : n);
     for (int64_t r = begin; r < end; ++r) {
       if constexpr (std::is_same_v<scalar_t, acc_t>) {
-        std::copy(x + r * n, x + (r + 1) * n, y + r * n);
-        softmax_row_in_place(y + r * n, n);
+        softmax_row(x + r * n, y + r * n, n);
       } else {
         at::vec::convert(x + r * n, buffer.data(), n);
-        softmax_row_in_place(buffer.data(), n);
+        softmax_row(buffer.data(), buffer.data(), n);
         at::vec::convert(buffer.data(), y + r * n, n);
       }
     }
