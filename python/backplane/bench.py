@@ -128,6 +128,11 @@ def _complete_rows(text: str) -> dict | None:
     return None
 
 
+def _run_summary(name, ctx: dict) -> dict:
+    """Where and when a run was made, as side_by_side names it."""
+    return {"name": str(name), **{k: ctx.get(k, "?") for k in ("date", "host_name", "num_cpus", "torch_version")}}
+
+
 def merge(runs: dict) -> dict:
     """Several runs as one, {name: results} (a file name, say): their rows side by side.
     Each backend must come from one run only; a backend in two runs is refused, naming
@@ -145,8 +150,7 @@ def merge(runs: dict) -> dict:
         merged["context"].update({k: v for k, v in ctx.items() if k.startswith("backend.")})
         for key in ("date", "host_name", "num_cpus", "torch_version", "timing"):
             merged["context"].setdefault(key, ctx.get(key, "?"))
-        merged["context"]["runs"].append({"name": str(name), **{k: ctx.get(k, "?") for k in
-                                                                ("date", "host_name", "num_cpus", "torch_version")}})
+        merged["context"]["runs"].append(_run_summary(name, ctx))
         merged["benchmarks"] += results.get("benchmarks", [])
     return merged
 
@@ -231,8 +235,7 @@ def side_by_side(results: dict, command: str = "") -> str:
     for t in lines:
         keyed.setdefault((t["op"], t["shape"], t["dtype"]), {})[t["backend"]] = t
     ctx = results.get("context", {})
-    runs = ctx.get("runs") or [{"name": "this run", **{k: ctx.get(k, "?") for k in
-                                                      ("date", "host_name", "num_cpus", "torch_version")}}]
+    runs = ctx.get("runs") or [_run_summary("this run", ctx)]
     out = [f"### backplane bench: {', '.join(backends)} side by side", ""]
     out += [f"- {r['name']}: machine `{r['host_name']}`, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
             f"{str(r['date'])[:10]}" for r in runs]
