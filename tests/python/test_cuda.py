@@ -1,6 +1,8 @@
 """The CUDA backend from Python: the ops against PyTorch on the GPU, opcheck, and a
 CUDA-graph capture (torch.compile mode="reduce-overhead") against eager. Skips, with
 the reason, where the plugin was not built or no GPU is present."""
+import math
+
 import pytest
 import torch
 
@@ -111,3 +113,43 @@ def test_second_device_follows_its_current_stream():
     side.synchronize()
     assert y.device == z.device == torch.device("cuda:1")
     assert torch.equal(y, torch.ones_like(y)) and torch.equal(z, torch.full_like(z, 3.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
+    # The elementwise engine moves inputs of at most one 16-byte vector per resident thread
+    # one vector a thread, larger ones in tiles of several (elementwise.cuh), and registry
+    # samples are all small. Every op whose first sample's tensors share one shape runs
+    # here with that shape's last dimension widened to two vectors or more per resident
+    # thread, from an offset start, against the same op on the CPU.
+    backplane.load("cpu")
+    loaded = {b.name: set(b.ops) for b in backplane.backends() if b.status == "loaded"}
+    props = torch.cuda.get_device_properties(0)
+    target = props.multi_processor_count * props.max_threads_per_multi_processor * 16
+    checked = []
+    for op in backplane.ops():
+        if not op.samples or op.name not in loaded["cpu"] & loaded["cuda"]:
+            continue
+        args, kwargs = backplane.sample_call(op, dtype=dtype)
+        shapes = {tuple(a.shape) for a in [*args, *kwargs.values()] if isinstance(a, torch.Tensor)}
+        if len(shapes) != 1 or len(next(iter(shapes))) == 0:
+            continue
+        shape = list(next(iter(shapes)))
+        shape[-1] *= -(-target // math.prod(shape))  # ceil: at least `target` elements
+        g = torch.Generator().manual_seed(len(checked))
+
+        def big(a):
+            if not isinstance(a, torch.Tensor):
+                return a
+            return torch.randn(math.prod(shape) + 1, generator=g).to(dtype)[1:].view(shape)
+
+        cpu_args, cpu_kwargs = [big(a) for a in args], {k: big(v) for k, v in kwargs.items()}
+        cuda_args = [a.cuda() if isinstance(a, torch.Tensor) else a for a in cpu_args]
+        cuda_kwargs = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in cpu_kwargs.items()}
+        packet = backplane.torch_op(op.name)
+        expected = results(packet, packet(*cpu_args, **cpu_kwargs), cpu_args, cpu_kwargs)
+        got = results(packet, packet(*cuda_args, **cuda_kwargs), cuda_args, cuda_kwargs)
+        for e, c in zip(expected, got, strict=True):
+            torch.testing.assert_close(c.cpu(), e, msg=lambda m, name=op.name: f"{name}: {m}")
+        checked.append(op.name)
+    assert checked, "no registry op with same-shape tensor arguments to check"

@@ -9,9 +9,13 @@
 //   moves tiles of kUnroll x 256 16-byte vectors per operand (thread t takes vectors
 //   t, t + 256, ...: coalesced, and one tile is 16 KiB of contiguous memory), one tile
 //   per block, then a scalar tail. 64 bytes of reads in flight per input per thread.
-//   64-bit indices throughout.
+//   An input of at most one vector per thread the device holds at once (1M float32
+//   elements on an H100) takes one vector a thread in 128-thread blocks instead, as
+//   aten's vectorized kernel does: all of it in flight in one wave. 4-vector tiles
+//   there gave 128 blocks of 80 registers for 1M bfloat16 elements, 2.39 µs of device
+//   time against torch.add's 2.00; one vector a thread 2.07. 64-bit indices throughout.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
-//   thread handles kUnroll elements, all loads issued before the first store, offsets
+//   thread handles kItemsPerThread items, all loads issued before the first store, offsets
 //   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit.
 //   When the innermost dimension is unit-stride in every operand, a whole number of
 //   16-byte vectors long, and every other stride and every address 16-byte aligned
@@ -24,6 +28,7 @@
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
 
+#include <ATen/OpMathType.h>
 #include <ATen/core/Array.h>
 #include <c10/cuda/CUDAException.h>
 #include <ATen/core/Tensor.h>
@@ -47,6 +52,16 @@ inline c10::SmallVector<int64_t, 8> broadcast_strides(const at::Tensor& t, at::I
 }
 
 constexpr int kUnroll = 4;
+
+// Items a strided thread takes: kUnroll, or 2 where an item widens to more than 16 bytes
+// of opmath (16-byte vectors of float16 or bfloat16). With 4, nvcc converts every loaded
+// bfloat16 value to float up front: 80 registers (float16: 48), three resident blocks a
+// multiprocessor, and a bfloat16 row broadcast at 84% of copy_ on an H100 against
+// float16's 98%. With 2: 46 registers.
+template <typename scalar_t, int W>
+constexpr bool kWidens = W * sizeof(at::opmath_type<scalar_t>) > kVectorBytes;
+template <typename scalar_t, int W>
+constexpr int kItemsPerThread = kWidens<scalar_t, W> ? 2 : kUnroll;
 
 template <typename T, int N>
 using PtrArray = at::detail::Array<const T*, N>;
@@ -78,9 +93,9 @@ __device__ __forceinline__ auto output(const R& r, int k) {
 }
 
 // Elements [0, head) and [head + nvec * V, n) are scalar; [head, head + nvec * V)
-// are nvec aligned vectors.
-template <typename scalar_t, int NOUT, int NIN, typename Func>
-__global__ void __launch_bounds__(kBlockThreads)
+// are nvec aligned vectors. A block of T threads takes tiles of T x U vectors.
+template <typename scalar_t, int T, int U, int NOUT, int NIN, typename Func>
+__global__ void __launch_bounds__(T)
     vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
@@ -120,26 +135,26 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int o = 0; o < NOUT; ++o) out_v[o][j] = y[o];
   };
 
-  constexpr int64_t kTile = static_cast<int64_t>(kBlockThreads) * kUnroll;
+  constexpr int64_t kTile = static_cast<int64_t>(T) * U;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x; base < nvec;
        base += static_cast<int64_t>(gridDim.x) * kTile) {
-    vec_t x[kUnroll][NIN];
-    if (base + (kUnroll - 1) * kBlockThreads < nvec) {
+    vec_t x[U][NIN];
+    if (base + (U - 1) * T < nvec) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
+      for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kBlockThreads];
+        for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * T];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) compute_store(x[u], base + u * kBlockThreads);
+      for (int u = 0; u < U; ++u) compute_store(x[u], base + u * T);
     } else {  // the last, partial tile
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (base + u * kBlockThreads < nvec)
+      for (int u = 0; u < U; ++u)
+        if (base + u * T < nvec)
 #pragma unroll
-          for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kBlockThreads];
+          for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * T];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (base + u * kBlockThreads < nvec) compute_store(x[u], base + u * kBlockThreads);
+      for (int u = 0; u < U; ++u)
+        if (base + u * T < nvec) compute_store(x[u], base + u * T);
     }
   }
 }
@@ -157,13 +172,14 @@ __global__ void __launch_bounds__(kBlockThreads)
   const item_t* in_w[NIN];
 #pragma unroll
   for (int k = 0; k < NIN; ++k) in_w[k] = reinterpret_cast<const item_t*>(in[k]);
-  constexpr index_t kTile = static_cast<index_t>(kBlockThreads) * kUnroll;
+  constexpr int U = kItemsPerThread<scalar_t, W>;
+  constexpr index_t kTile = static_cast<index_t>(kBlockThreads) * U;
   const index_t step = static_cast<index_t>(gridDim.x) * kTile;
   for (index_t base = static_cast<index_t>(blockIdx.x) * kTile; base < n; base += step) {
-    item_t v[kUnroll][NIN];
-    index_t out_offset[kUnroll][NOUT];
+    item_t v[U][NIN];
+    index_t out_offset[U][NOUT];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
       if (i < n) {
         const auto offsets = calc.get(i);
@@ -174,7 +190,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
       if (i < n) {
         item_t y[NOUT];
@@ -219,7 +235,7 @@ void launch_strided(cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout
   const int64_t n = layout.numel();
   // One tile per block, as the vectorized path: on an H100 a resident-blocks grid looping
   // grid-stride left a sliced (stride 2) float32 add at 0.95x torch.add (bench/RESULTS.md).
-  const int64_t grid = blocks_for(n, kBlockThreads * kUnroll, kMaxGridBlocks);
+  const int64_t grid = blocks_for(n, kBlockThreads * kItemsPerThread<scalar_t, W>, kMaxGridBlocks);
   if (layout.fits_32bit()) {
     strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
         f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
@@ -266,9 +282,18 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
     // looping grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per
     // block 98-101%. Streaming cache hints (__ldcs/__stcs) changed nothing.
     const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
-    const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
-    vectorized_kernel<scalar_t, NOUT, NIN, Func>
-        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
+    if (vectors <= resident_threads(device)) {
+      // All of it in flight at once, one vector a thread in 128-thread blocks, as aten's
+      // vectorized kernel does it (1M float32 elements on an H100).
+      constexpr int kThreads = 128;
+      const int64_t grid = blocks_for(vectors, kThreads, kMaxGridBlocks);
+      vectorized_kernel<scalar_t, kThreads, 1, NOUT, NIN, Func>
+          <<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
+    } else {
+      const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
+      vectorized_kernel<scalar_t, kBlockThreads, kUnroll, NOUT, NIN, Func>
+          <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
+    }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }

@@ -52,6 +52,17 @@ inline int multiprocessor_count(c10::DeviceIndex device) {
   });
 }
 
+// Threads the whole device holds at once (2048 a multiprocessor on an H100).
+inline int64_t resident_threads(c10::DeviceIndex device) {
+  static PerDeviceCache cache;
+  const int per_sm = cache.get(device, [device] {
+    int n = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    return std::max(n, 1);
+  });
+  return static_cast<int64_t>(per_sm) * multiprocessor_count(device);
+}
+
 // Blocks of `threads` threads of `kernel` resident on the whole device at once. Call it
 // from a function template instantiated per kernel, with a static cache of its own.
 // The current device must be `device` (the caller holds a CUDAGuard).

@@ -27,15 +27,11 @@ namespace {
 
 constexpr int kOperands = 4;  // out (first half), x (first half), cos, sin
 
-// Items a thread takes: kUnroll, or 2 where an item widens to more than 16 bytes of opmath
-// (16-byte vectors of float16 or bfloat16). With 4, nvcc converts every loaded value up
-// front and needs 157 registers for bfloat16 (one block per multiprocessor: 66% of copy_ on
-// an H100). Those items also ask for 3 resident blocks (at most 85 registers): bfloat16
-// then spills 16 bytes and runs at 94% of copy_, against 87% at 92 registers and 2 blocks.
-template <typename scalar_t, int W>
-constexpr bool kWidens = W * sizeof(at::opmath_type<scalar_t>) > kVectorBytes;
-template <typename scalar_t, int W>
-constexpr int kItemsPerThread = kWidens<scalar_t, W> ? 2 : kUnroll;
+// Items a thread takes: kItemsPerThread (elementwise.cuh), 2 where an item widens past 16
+// bytes of opmath. With 4, nvcc converts every loaded value up front and needs 157
+// registers for bfloat16 (one block per multiprocessor: 66% of copy_ on an H100). Those
+// items also ask for 3 resident blocks (at most 85 registers): bfloat16 then spills 16
+// bytes and runs at 94% of copy_, against 87% at 92 registers and 2 blocks.
 template <typename scalar_t, int W>
 constexpr int kMinBlocks = kWidens<scalar_t, W> ? 3 : 1;
 
