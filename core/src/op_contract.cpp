@@ -6,6 +6,8 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
 #include <utility>
@@ -217,6 +219,19 @@ at::Tensor OpContract::allocate(size_t which, const std::vector<c10::SymInt>& si
     if (const auto concrete = c10::asIntArrayRefSlowOpt(sizes)) {
       if (like != nullptr) return at::detail::empty_strided_cpu(*concrete, like->strides(), first.scalar_type());
       return at::detail::empty_cpu(*concrete, first.scalar_type());
+    }
+  }
+  // On CUDA likewise, through the device's registered allocator (the caching allocator,
+  // which allocates on the current device: hence the guard), as at::detail::empty_cuda
+  // does: no dispatcher round trip through BackendSelect to empty.memory_format.
+  if (first.is_cuda() && has_memory_layout(first)) {
+    if (const auto concrete = c10::asIntArrayRefSlowOpt(sizes)) {
+      const c10::DeviceGuard guard(first.device());
+      constexpr c10::DispatchKeySet kCudaKeys(c10::DispatchKey::CUDA);
+      c10::Allocator* allocator = c10::GetAllocator(c10::kCUDA);
+      if (like != nullptr)
+        return at::detail::empty_strided_generic(*concrete, like->strides(), allocator, kCudaKeys, first.scalar_type());
+      return at::detail::empty_generic(*concrete, allocator, kCudaKeys, first.scalar_type(), std::nullopt);
     }
   }
   if (like != nullptr) return at::empty_strided_symint(sizes, like->sym_strides(), first.options());
