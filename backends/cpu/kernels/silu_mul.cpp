@@ -44,4 +44,6 @@ void silu_mul(at::Tensor& out, const at::Tensor& gate, const at::Tensor& up) {
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-BACKPLANE_CPU_KERNEL(silu_mul, silu_mul)
+// AVX512 build on an AVX512 processor (kernel_variants.h): float32 1M elements 249 µs against 668
+// µs in the AVX2 build, bfloat16 324 against 527 (2-core VM).
+BACKPLANE_CPU_KERNEL_AVX512(silu_mul, silu_mul)

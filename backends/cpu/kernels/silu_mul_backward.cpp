@@ -108,4 +108,6 @@ void silu_mul_backward(at::Tensor& dgate, at::Tensor& dup, const at::Tensor& gra
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-BACKPLANE_CPU_KERNEL(silu_mul_backward, silu_mul_backward)
+// AVX512 build on an AVX512 processor (kernel_variants.h): float32 1M elements 321 µs against 565
+// µs in the AVX2 build, bfloat16 471 against 788 (2-core VM).
+BACKPLANE_CPU_KERNEL_AVX512(silu_mul_backward, silu_mul_backward)
