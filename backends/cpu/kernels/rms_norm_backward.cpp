@@ -2,9 +2,11 @@
 //   dx = r * grad * w - x * r^3 * mean(grad * w * x)
 //   dweight = sum over rows of grad * x * r
 // in opmath (float for float16/bfloat16): each row's two sums in one pass, dx in a
-// second pass over the same (cached) row. Rows are split into one chunk per thread;
-// each chunk sums its dweight in its own float row, and the chunks are added in a fixed
-// order, so results do not depend on timing. Rows of x and grad may have any leading
+// second pass over the same (cached) row. Rows are split into chunks of at most
+// kChunkRows, at least one per thread; each chunk sums its dweight in its own float row,
+// and aten's sum adds the chunks (pairwise) in a fixed order, so results do not depend on
+// timing. One chunk per thread summed 4096 rows of 8192x4096 float32 one after another
+// on a 2-core machine: 10 of 4096 dweight elements off by up to 1.6e-4 relative. Rows of x and grad may have any leading
 // strides (RowIndexer); a row that is not unit-stride is read through a contiguous copy.
 #include "../kernel_variants.h"
 #include "row_indexer.h"
@@ -15,6 +17,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -35,14 +38,17 @@ void backward_rows(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, 
   scalar_t* dx_data = dx.mutable_data_ptr<scalar_t>();
   const acc_t eps_acc = static_cast<acc_t>(eps);
 
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
+  constexpr int64_t kChunkRows = 256;
+  const int64_t per_thread = (rows + at::get_num_threads() - 1) / at::get_num_threads();
+  const int64_t chunk_rows = std::clamp<int64_t>(per_thread, 1, kChunkRows);
+  const int64_t chunks = std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
   const at::Tensor partial = at::zeros({chunks, n}, w.options());
   acc_t* partial_data = partial.mutable_data_ptr<acc_t>();
   at::parallel_for(0, chunks, 1, [&](int64_t first_chunk, int64_t end_chunk) {
     std::vector<acc_t> xr(n), gr(n);  // the row in opmath
     for (int64_t c = first_chunk; c < end_chunk; ++c) {
       acc_t* dw = partial_data + c * n;
-      for (int64_t r = c * rows / chunks; r < (c + 1) * rows / chunks; ++r) {
+      for (int64_t r = c * chunk_rows; r < std::min(rows, (c + 1) * chunk_rows); ++r) {
         const scalar_t* xs = x_data + rows_of_x.offset(r);
         const scalar_t* gs = g_data + rows_of_grad.offset(r);
         const int64_t xstep = x.stride(-1), gstep = grad.stride(-1);
