@@ -2,19 +2,23 @@
 tensors: the kernels take next to nothing, so the figure is what the Python and C++ layers
 cost), beside the yardstick of a generated aten binding, `torch.add` on the same device.
 
-    python bench/host_cost.py --device cuda [--ops add,rms_norm]
+    python bench/host_cost.py --device cuda [--ops add,rms_norm] [--rounds 15]
 
 Rows, per op the device's plugin implements:
   torch.ops.backplane.<op>   the call as users write it (through backplane.fast_call)
   (torch.ops' own path)      the same op through torch.ops' generic argument parsing
   torch.add on [sizes]       the yardstick on the op's first tensor argument
   fwd+bwd                    forward and backward through autograd, ops with `backward:`
-Microseconds per call, the best of 5 runs of 2000 calls, each run ending in a device
-synchronize. Ops come from the registry; only the yardstick is named here.
+Microseconds per call: the median over --rounds rounds of 1000 calls each, each round
+ending in a device synchronize. An op's rows are timed in turn within every round, so a
+drift of the machine's speed (other processes, clocks) falls on all of them alike; the
+last column is the call's median over torch.add's. Ops come from the registry; only the
+yardstick is named here.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from functools import partial
@@ -27,19 +31,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import backplane  # noqa: E402
 
 
-def host_us(fn, device, calls=2000, runs=5):
+def interleaved_us(rows, device, rounds, calls=1000):
+    """Median microseconds per call of each (name, fn) row, the rows timed in turn each round."""
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for _ in range(100):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(runs):
-        begin = time.perf_counter()
-        for _ in range(calls):
+    for _, fn in rows:
+        for _ in range(100):
             fn()
-        sync()
-        best = min(best, (time.perf_counter() - begin) / calls)
-    return best * 1e6
+    sync()
+    samples = [[] for _ in rows]
+    for _ in range(rounds):
+        for times, (_, fn) in zip(samples, rows):
+            begin = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            times.append((time.perf_counter() - begin) / calls * 1e6)
+    return [statistics.median(times) for times in samples]
+
+
+def print_rows(rows, device, rounds, yardstick_row=None, width=52):
+    """Each row's median; the first row's also over the row at index yardstick_row."""
+    medians = interleaved_us(rows, device, rounds)
+    for i, ((name, _), us) in enumerate(zip(rows, medians)):
+        ratio = f"  {us / medians[yardstick_row]:.2f}x torch.add" if i == 0 and yardstick_row is not None else ""
+        print(f"{name:<{width}} {us:8.2f} us{ratio}")
+
+
+OP_YARDSTICK_ROW = 2  # op_rows' torch.add row
 
 
 def op_rows(op, device):
@@ -71,27 +89,25 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "npu"])
     parser.add_argument("--ops", default="", help="comma-separated registry ops (default: every op the plugin has)")
+    parser.add_argument("--rounds", type=int, default=15, help="rounds of 1000 calls per row (default 15)")
     args = parser.parse_args(argv)
     loaded = backplane.load(args.device)[0]
     wanted = [n for n in args.ops.split(",") if n]
     unknown = set(wanted) - {op.name for op in backplane.ops()}
     if unknown:
         parser.error(f"unknown ops {sorted(unknown)}; the registry has {[op.name for op in backplane.ops()]}")
-    width = 52
     print(f"host cost per call on {args.device}, torch {torch.__version__}, "
-          f"fast call {backplane.info()['fast_call']}")
+          f"fast call {backplane.info()['fast_call']}; median of {args.rounds} rounds")
     a, b = torch.randn(4, device=args.device), torch.randn(4, device=args.device)
     ga, gb = a.detach().requires_grad_(), b.detach().requires_grad_()
     yardstick = [("torch.add [4] (a generated aten binding)", partial(torch.add, a, b)),
                  ("  torch.ops.aten.add.Tensor [4]", partial(torch.ops.aten.add.Tensor, a, b)),
                  ("  fwd+bwd", lambda: torch.autograd.grad(torch.add(ga, gb), (ga, gb), a))]
-    for name, fn in yardstick:
-        print(f"{name:<{width}} {host_us(fn, args.device):8.2f} us")
+    print_rows(yardstick, args.device, args.rounds)
     for op in backplane.ops():
         if (wanted and op.name not in wanted) or op.name not in loaded.ops or not op.samples:
             continue
-        for name, fn in op_rows(op, args.device):
-            print(f"{name:<{width}} {host_us(fn, args.device):8.2f} us")
+        print_rows(op_rows(op, args.device), args.device, args.rounds, yardstick_row=OP_YARDSTICK_ROW)
     return 0
 
 
