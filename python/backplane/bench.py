@@ -420,8 +420,11 @@ def main(argv=None) -> int:
         extra = [f"--min-time={args.min_time}"] if args.min_time else []
         results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
                       extra=extra)
-    shown = " ".join(a for a in ["backplane", "bench", *(argv if argv is not None else sys.argv[1:])]
-                     if a not in ("--markdown", "--side-by-side"))
+    # A run: the command that measured it (without the view flags). Runs read back with
+    # --input: the command that makes this very table, flags and all.
+    given = argv if argv is not None else sys.argv[1:]
+    shown = " ".join(a for a in ["backplane", "bench", *given]
+                     if args.input or a not in ("--markdown", "--side-by-side"))
     if args.side_by_side:
         print(side_by_side(results, shown))
     elif args.markdown:

@@ -142,6 +142,8 @@ def test_runs_of_different_backends_side_by_side(tmp_path, capsys):
     assert "| op | preset | dtype | cpu µs | cpu % copy_ | cpu × ref | npu µs | npu % copy_ | npu × ref |" in printed
     # one line for the workload, each backend's median, copy fraction and ratio in it
     assert "| add | 1M_elements | float32 | 6.00 | 50% | 1.67 | 20.00 | 50% | 0.50 |" in printed
+    # the command that makes this table again, not one that would print something else
+    assert f"Command: `backplane bench --input {cpu} {npu} --side-by-side`" in printed
 
 
 def test_a_backend_in_two_runs_is_refused_naming_both(tmp_path, capsys):
