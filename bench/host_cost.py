@@ -91,6 +91,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", default="", help="comma-separated registry ops (default: every op the plugin has)")
     parser.add_argument("--rounds", type=int, default=15, help="rounds of 1000 calls per row (default 15)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     loaded = backplane.load(args.device)[0]
     wanted = [n for n in args.ops.split(",") if n]
     unknown = set(wanted) - {op.name for op in backplane.ops()}

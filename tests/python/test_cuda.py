@@ -122,8 +122,9 @@ def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
     # samples are all small. Every op whose first sample's tensors share one shape runs
     # here with that shape's first dimension grown to two vectors or more per resident
     # thread (rows stay short: a row op's float32 sum over a million-element row differs
-    # between any two summation orders beyond assert_close's float32 tolerance), from an
-    # offset start, against the same op on the CPU.
+    # between any two summation orders beyond assert_close's float32 tolerance), plus one
+    # row, so the last tile is partial and an odd tail is left, against the same op on
+    # the CPU. (Offset starts are the registry samples' `offset` layout.)
     backplane.load("cpu")
     loaded = {b.name: set(b.ops) for b in backplane.backends() if b.status == "loaded"}
     props = torch.cuda.get_device_properties(0)
@@ -137,13 +138,13 @@ def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
         if len(shapes) != 1 or len(next(iter(shapes))) == 0:
             continue
         shape = list(next(iter(shapes)))
-        shape[0] *= -(-target // math.prod(shape))  # ceil: at least `target` elements
+        shape[0] = shape[0] * -(-target // math.prod(shape)) + 1  # at least `target` elements, and odd
         g = torch.Generator().manual_seed(len(checked))
 
         def big(a):
             if not isinstance(a, torch.Tensor):
                 return a
-            return torch.randn(math.prod(shape) + 1, generator=g).to(dtype)[1:].view(shape)
+            return torch.randn(shape, generator=g).to(dtype)
 
         cpu_args, cpu_kwargs = [big(a) for a in args], {k: big(v) for k, v in kwargs.items()}
         cuda_args = [a.cuda() if isinstance(a, torch.Tensor) else a for a in cpu_args]

@@ -34,5 +34,5 @@ void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Sc
 
 // AVX2 build on an AVX512 processor too, as aten's add (kernel_variants.h): float32 1M
 // elements 74 µs against 97 µs in the AVX512 build (2-core VM), where torch.add, in its
-// AVX2 build, took 72-77 µs.
+// AVX2 build, took 77 µs.
 BACKPLANE_CPU_KERNEL(add, add)

@@ -11,7 +11,7 @@
 //   per block, then a scalar tail. 64 bytes of reads in flight per input per thread.
 //   An input of at most one vector per thread the device holds at once (1M float32
 //   elements on an H100) takes one vector a thread in 128-thread blocks instead, as
-//   aten's vectorized kernel does: all of it in flight in one wave. 4-vector tiles
+//   aten's vectorized kernel does: about one wave. 4-vector tiles
 //   there gave 128 blocks of 80 registers for 1M bfloat16 elements, 2.39 µs of device
 //   time against torch.add's 2.00; one vector a thread 2.07. 64-bit indices throughout.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
@@ -93,9 +93,9 @@ __device__ __forceinline__ auto output(const R& r, int k) {
 }
 
 // Elements [0, head) and [head + nvec * V, n) are scalar; [head, head + nvec * V)
-// are nvec aligned vectors. A block of T threads takes tiles of T x U vectors.
-template <typename scalar_t, int T, int U, int NOUT, int NIN, typename Func>
-__global__ void __launch_bounds__(T)
+// are nvec aligned vectors. A block of kThreads threads takes tiles of kThreads x kVecs vectors.
+template <typename scalar_t, int kThreads, int kVecs, int NOUT, int NIN, typename Func>
+__global__ void __launch_bounds__(kThreads)
     vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
@@ -135,26 +135,26 @@ __global__ void __launch_bounds__(T)
     for (int o = 0; o < NOUT; ++o) out_v[o][j] = y[o];
   };
 
-  constexpr int64_t kTile = static_cast<int64_t>(T) * U;
+  constexpr int64_t kTile = static_cast<int64_t>(kThreads) * kVecs;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x; base < nvec;
        base += static_cast<int64_t>(gridDim.x) * kTile) {
-    vec_t x[U][NIN];
-    if (base + (U - 1) * T < nvec) {
+    vec_t x[kVecs][NIN];
+    if (base + (kVecs - 1) * kThreads < nvec) {
 #pragma unroll
-      for (int u = 0; u < U; ++u)
+      for (int u = 0; u < kVecs; ++u)
 #pragma unroll
-        for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * T];
+        for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kThreads];
 #pragma unroll
-      for (int u = 0; u < U; ++u) compute_store(x[u], base + u * T);
+      for (int u = 0; u < kVecs; ++u) compute_store(x[u], base + u * kThreads);
     } else {  // the last, partial tile
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (base + u * T < nvec)
+      for (int u = 0; u < kVecs; ++u)
+        if (base + u * kThreads < nvec)
 #pragma unroll
-          for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * T];
+          for (int k = 0; k < NIN; ++k) x[u][k] = in_v[k][base + u * kThreads];
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (base + u * T < nvec) compute_store(x[u], base + u * T);
+      for (int u = 0; u < kVecs; ++u)
+        if (base + u * kThreads < nvec) compute_store(x[u], base + u * kThreads);
     }
   }
 }
@@ -283,8 +283,10 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
     // block 98-101%. Streaming cache hints (__ldcs/__stcs) changed nothing.
     const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
     if (vectors <= resident_threads(device)) {
-      // All of it in flight at once, one vector a thread in 128-thread blocks, as aten's
-      // vectorized kernel does it (1M float32 elements on an H100).
+      // At most one vector per thread the device holds (1M float32 elements on an H100):
+      // one vector a thread in 128-thread blocks, as aten's vectorized kernel does it.
+      // (A functor heavy in registers fits fewer threads than that; it then takes a
+      // second, partial wave.)
       constexpr int kThreads = 128;
       const int64_t grid = blocks_for(vectors, kThreads, kMaxGridBlocks);
       vectorized_kernel<scalar_t, kThreads, 1, NOUT, NIN, Func>

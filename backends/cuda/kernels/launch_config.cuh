@@ -1,7 +1,7 @@
-// Grid sizing. Elementwise kernels loop grid-stride over a grid of exactly the blocks
-// that fit on the device at once (occupancy x multiprocessors): every block gets the
-// same share and there is no partial last wave. Both numbers are read once per
-// device (and per kernel) and cached, so a launch costs no driver query after the first.
+// Grid sizing. Elementwise kernels take one tile per block (blocks_for); row kernels
+// (softmax) take a grid of exactly the blocks that fit on the device at once (occupancy x
+// multiprocessors) and loop over rows. The device's numbers are read once per device
+// (and per kernel) and cached, so a launch costs no driver query after the first.
 #pragma once
 
 #include <c10/core/Device.h>
