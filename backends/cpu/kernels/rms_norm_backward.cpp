@@ -6,8 +6,9 @@
 // kChunkRows, at least one per thread; each chunk sums its dweight in its own float row,
 // and aten's sum adds the chunks (pairwise) in a fixed order, so results do not depend on
 // timing. One chunk per thread summed 4096 rows of 8192x4096 float32 one after another
-// on a 2-core machine: 10 of 4096 dweight elements off aten's by up to 6e-4. Rows of x and grad may have any leading
-// strides (RowIndexer); a row that is not unit-stride is read through a contiguous copy.
+// on a 2-core machine: 10 of 4096 dweight elements off aten's by up to 6e-4. Rows of x
+// and grad may have any leading strides (RowIndexer); a row that is not unit-stride is
+// read through a contiguous copy.
 #include "../kernel_variants.h"
 #include "row_indexer.h"
 

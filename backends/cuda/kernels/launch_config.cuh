@@ -43,24 +43,25 @@ class PerDeviceCache {
   std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> values_{};
 };
 
-inline int multiprocessor_count(c10::DeviceIndex device) {
+// A device attribute (at least 1), read from the driver once per device.
+template <cudaDeviceAttr kAttribute>
+int device_attribute(c10::DeviceIndex device) {
   static PerDeviceCache cache;
   return cache.get(device, [device] {
     int n = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, kAttribute, device));
     return std::max(n, 1);
   });
 }
 
+inline int multiprocessor_count(c10::DeviceIndex device) {
+  return device_attribute<cudaDevAttrMultiProcessorCount>(device);
+}
+
 // Threads the whole device holds at once (2048 a multiprocessor on an H100).
 inline int64_t resident_threads(c10::DeviceIndex device) {
-  static PerDeviceCache cache;
-  const int per_sm = cache.get(device, [device] {
-    int n = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-    return std::max(n, 1);
-  });
-  return static_cast<int64_t>(per_sm) * multiprocessor_count(device);
+  return static_cast<int64_t>(device_attribute<cudaDevAttrMaxThreadsPerMultiProcessor>(device)) *
+         multiprocessor_count(device);
 }
 
 // Blocks of `threads` threads of `kernel` resident on the whole device at once. Call it
