@@ -8,12 +8,13 @@
 //   offset modulo 16. A scalar head brings them to 16-byte alignment, then each block
 //   moves tiles of kUnroll x 256 16-byte vectors per operand (thread t takes vectors
 //   t, t + 256, ...: coalesced, and one tile is 16 KiB of contiguous memory), one tile
-//   per block, then a scalar tail. 64 bytes of reads in flight per input per thread.
-//   An input of at most one vector per thread the device holds at once (1M float32
-//   elements on an H100) takes one vector a thread in 128-thread blocks instead, as
-//   aten's vectorized kernel does: about one wave. 4-vector tiles
-//   there gave 128 blocks of 80 registers for 1M bfloat16 elements, 2.39 µs of device
-//   time against torch.add's 2.00; one vector a thread 2.07. 64-bit indices throughout.
+//   per block, then a scalar tail. 64 bytes of reads in flight per input per thread;
+//   64-bit indices. An input of at most one vector per thread the device holds at once (1M float32
+//   elements on an H100) takes vector_per_thread_kernel instead, as aten's vectorized
+//   kernel does for 16-bit types: one vector a thread in 128-thread blocks, about one
+//   wave, 32-bit indices, the vector path first. For 1M bfloat16 elements ncu counts the
+//   same instructions as aten's kernel (241664) and the same duration; 4-vector tiles gave
+//   128 blocks of 80 registers there, 2.39 us of device time against torch.add's 2.00.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
 //   thread handles kItemsPerThread items, all loads issued before the first store, offsets
 //   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit.
@@ -38,6 +39,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <limits>
 #include <string_view>
 
 namespace backplane::cuda {
@@ -92,10 +94,37 @@ __device__ __forceinline__ auto output(const R& r, int k) {
     return r[k];
 }
 
+// y[o] = f(x[0][e], ..., x[NIN-1][e]) for each element e of one 16-byte vector per operand.
+template <typename scalar_t, int NOUT, int NIN, typename Func>
+__device__ __forceinline__ void apply_vector(const Func& f, const Vec16<scalar_t> (&x)[NIN],
+                                             Vec16<scalar_t> (&y)[NOUT]) {
+#pragma unroll
+  for (int e = 0; e < kVectorWidth<scalar_t>; ++e) {
+    scalar_t v[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) v[k] = x[k].v[e];
+    const auto r = apply<scalar_t, NIN>(f, v);
+#pragma unroll
+    for (int o = 0; o < NOUT; ++o) y[o].v[e] = output<NOUT>(r, o);
+  }
+}
+
+// Element i of every operand: out[o][i] = f(in[0][i], ...)[o].
+template <typename scalar_t, int NOUT, int NIN, typename Func, typename index_t>
+__device__ __forceinline__ void apply_scalar(const Func& f, const OutPtrArray<scalar_t, NOUT>& out,
+                                             const PtrArray<scalar_t, NIN>& in, index_t i) {
+  scalar_t v[NIN];
+#pragma unroll
+  for (int k = 0; k < NIN; ++k) v[k] = in[k][i];
+  const auto r = apply<scalar_t, NIN>(f, v);
+#pragma unroll
+  for (int o = 0; o < NOUT; ++o) out[o][i] = output<NOUT>(r, o);
+}
+
 // Elements [0, head) and [head + nvec * V, n) are scalar; [head, head + nvec * V)
-// are nvec aligned vectors. A block of kThreads threads takes tiles of kThreads x kVecs vectors.
-template <typename scalar_t, int kThreads, int kVecs, int NOUT, int NIN, typename Func>
-__global__ void __launch_bounds__(kThreads)
+// are nvec aligned vectors. A block takes tiles of kBlockThreads x kUnroll vectors.
+template <typename scalar_t, int NOUT, int NIN, typename Func>
+__global__ void __launch_bounds__(kBlockThreads)
     vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
@@ -103,15 +132,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 
   const int64_t scalars = head + (n - head - nvec * V);
-  if (tid < scalars) {
-    const int64_t i = tid < head ? tid : head + nvec * V + (tid - head);
-    scalar_t v[NIN];
-#pragma unroll
-    for (int k = 0; k < NIN; ++k) v[k] = in[k][i];
-    const auto r = apply<scalar_t, NIN>(f, v);
-#pragma unroll
-    for (int o = 0; o < NOUT; ++o) out[o][i] = output<NOUT>(r, o);
-  }
+  if (tid < scalars) apply_scalar<scalar_t, NOUT, NIN>(f, out, in, tid < head ? tid : head + nvec * V + (tid - head));
 
   vec_t* out_v[NOUT];
 #pragma unroll
@@ -122,19 +143,12 @@ __global__ void __launch_bounds__(kThreads)
 
   auto compute_store = [&](const vec_t (&x)[NIN], int64_t j) {
     vec_t y[NOUT];
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      scalar_t v[NIN];
-#pragma unroll
-      for (int k = 0; k < NIN; ++k) v[k] = x[k].v[e];
-      const auto r = apply<scalar_t, NIN>(f, v);
-#pragma unroll
-      for (int o = 0; o < NOUT; ++o) y[o].v[e] = output<NOUT>(r, o);
-    }
+    apply_vector<scalar_t, NOUT, NIN>(f, x, y);
 #pragma unroll
     for (int o = 0; o < NOUT; ++o) out_v[o][j] = y[o];
   };
 
+  constexpr int kThreads = kBlockThreads, kVecs = kUnroll;
   constexpr int64_t kTile = static_cast<int64_t>(kThreads) * kVecs;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x; base < nvec;
        base += static_cast<int64_t>(gridDim.x) * kTile) {
@@ -157,6 +171,30 @@ __global__ void __launch_bounds__(kThreads)
         if (base + u * kThreads < nvec) compute_store(x[u], base + u * kThreads);
     }
   }
+}
+
+// Inputs the whole device holds at once: thread t takes vector t, and the threads past
+// the last vector take the scalar head and tail. The vector path comes first and its
+// indices are 32-bit, so a thread issues its loads after a few instructions.
+template <typename scalar_t, int kThreads, int NOUT, int NIN, typename Func>
+__global__ void __launch_bounds__(kThreads)
+    vector_per_thread_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int n, int head,
+                             int nvec) {
+  using vec_t = Vec16<scalar_t>;
+  const int t = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
+  if (t < nvec) {
+    vec_t x[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) x[k] = reinterpret_cast<const vec_t*>(in[k] + head)[t];
+    vec_t y[NOUT];
+    apply_vector<scalar_t, NOUT, NIN>(f, x, y);
+#pragma unroll
+    for (int o = 0; o < NOUT; ++o) reinterpret_cast<vec_t*>(out[o] + head)[t] = y[o];
+    return;
+  }
+  const int s = t - nvec;  // the head's elements, then the tail's
+  const int i = s < head ? s : head + nvec * kVectorWidth<scalar_t> + (s - head);
+  if (i < n) apply_scalar<scalar_t, NOUT, NIN>(f, out, in, i);
 }
 
 // Operands 0..NOUT-1 of `calc` are the outputs, operand NOUT + k is input k. Items are
@@ -282,18 +320,19 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
     // looping grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per
     // block 98-101%. Streaming cache hints (__ldcs/__stcs) changed nothing.
     const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
-    if (vectors <= resident_threads(device)) {
+    if (vectors <= resident_threads(device) && n <= std::numeric_limits<int>::max()) {
       // At most one vector per thread the device holds (1M float32 elements on an H100):
-      // one vector a thread in 128-thread blocks, as aten's vectorized kernel does it.
-      // (A functor heavy in registers fits fewer threads than that; it then takes a
+      // one vector a thread in 128-thread blocks; the scalar head and tail take threads
+      // of their own past the last vector. (A functor heavy in registers fits fewer threads than that; it then takes a
       // second, partial wave.)
       constexpr int kThreads = 128;
-      const int64_t grid = blocks_for(vectors, kThreads, kMaxGridBlocks);
-      vectorized_kernel<scalar_t, kThreads, 1, NOUT, NIN, Func>
-          <<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
+      const int64_t scalars = n - vectors * kVectorWidth<scalar_t>;
+      const int64_t grid = blocks_for(vectors + scalars, kThreads, kMaxGridBlocks);
+      vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+          f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head), static_cast<int>(vectors));
     } else {
       const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
-      vectorized_kernel<scalar_t, kBlockThreads, kUnroll, NOUT, NIN, Func>
+      vectorized_kernel<scalar_t, NOUT, NIN, Func>
           <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
