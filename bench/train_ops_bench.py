@@ -6,14 +6,16 @@ bandwidth measured in the same run. Ops, shapes and PyTorch's side all come from
 registry: a new op with a `backward:` and `bench:` presets is timed with no code here.
 
     python bench/train_ops_bench.py --device cuda [--ops rms_norm,softmax] [--shapes NAME,...|all]
-        [--dtypes float32,bfloat16] [--json out.json] [--profile] [--cuda-graph] [--forward-only]
+        [--dtypes float32,bfloat16] [--json out.json] [--profile] [--cuda-graph [--graph-calls N]]
+        [--forward-only]
 
 Before timing, every variant's output and gradients (for a random output gradient) are
 checked against Backplane's, normwise (wrong results, not rounding); a row that disagrees is
 reported, not timed, and the exit status is 1.
 
-Shapes: the op's `bench:` presets in the contiguous layout; by default the largest of each
-op (--shapes all: every one; or preset names). --profile also prints, per row, the device
+Shapes: the op's `bench:` presets, each in its `layout:` (the conformance suite's views:
+transposed, strided, offset, expanded); by default the largest contiguous one of each op
+(--shapes all: every one; or preset names). --profile also prints, per row, the device
 kernels one forward+backward of the Backplane op runs and their times (torch.profiler).
 
 GB/s (10^9 bytes) counts the least each pass must move: the forward reads every Tensor
@@ -31,12 +33,14 @@ CPU: wall clock).
 side stream): one launch a step, so the time is the device's and not the host's. Without
 it a step is as slow as its Python and autograd calls where those take longer than the
 kernels (on the GPU machine, a forward+backward of torch.add on tiny tensors costs about
-100 us of host time).
+100 us of host time). --graph-calls N puts N steps in each graph: a step of a few
+microseconds is then not timed with the gap between two graph launches.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -49,8 +53,8 @@ from device_timer import device_ms  # noqa: E402  (bench/ is on sys.path when ru
 
 
 def chosen_presets(op, shapes: str):
-    """The op's contiguous bench presets that `shapes` selects ("" : the largest)."""
-    presets = [p for p in op.bench if not p.get("layout")]
+    """The op's bench presets that `shapes` selects ("" : the largest contiguous one)."""
+    presets = list(op.bench)
 
     def elements(preset):
         total = 0
@@ -66,7 +70,40 @@ def chosen_presets(op, shapes: str):
         return presets
     if shapes:
         return [p for p in presets if p["name"] in shapes.split(",")]
-    return [max(presets, key=elements)] if presets else []
+    contiguous = [p for p in presets if not p.get("layout")]
+    return [max(contiguous, key=elements)] if contiguous else []
+
+
+def laid_out(sizes, layout, generator, device, dtype, requires_grad) -> torch.Tensor:
+    """N(0, 1) values of `sizes` as a view in a preset's `layout`, built as the conformance
+    suite builds its inputs (core/src/conformance/inputs.cpp): transposed (the last two
+    dimensions swapped), strided (every other element of a row twice as long), offset (5
+    elements into a flat buffer), expanded (one row, expanded). The gradient flows to the
+    view's base."""
+    sizes = list(sizes)
+    fits = {"transposed": len(sizes) >= 2, "strided": len(sizes) >= 1, "expanded": len(sizes) >= 1}
+    if layout and not fits.get(layout, True):
+        raise ValueError(f"{layout} layout does not fit {len(sizes)} dimensions")
+    base_sizes = {
+        None: sizes,
+        "transposed": sizes[:-2] + sizes[-1:] + sizes[-2:-1],
+        "strided": sizes[:-1] + [2 * sizes[-1]] if sizes else sizes,
+        "offset": [math.prod(sizes) + 5],
+        "expanded": [1] + sizes[1:],
+    }
+    if layout not in base_sizes:
+        raise ValueError(f"unknown layout {layout!r}; known: transposed, strided, offset, expanded")
+    base = torch.randn(base_sizes[layout], generator=generator).to(device=device, dtype=dtype)
+    base.requires_grad_(requires_grad)
+    if layout == "transposed":
+        return base.transpose(-1, -2)
+    if layout == "strided":
+        return base[..., ::2]
+    if layout == "offset":
+        return base[5:].view(sizes)
+    if layout == "expanded":
+        return base.expand(sizes)
+    return base
 
 
 def pass_bytes(op, values: dict, output) -> tuple[int, int]:
@@ -101,8 +138,7 @@ def inputs_for(op, preset, device, dtype, generator) -> dict:
     values = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
     for name, given in preset["args"].items():
         if name in op.tensor_args:
-            given = torch.randn(given, generator=generator).to(device=device, dtype=dtype)
-            given.requires_grad_(name in op.differentiable)
+            given = laid_out(given, preset.get("layout"), generator, device, dtype, name in op.differentiable)
         values[name] = given
     return values
 
@@ -129,7 +165,7 @@ def workloads(device, dtype, ops: str, shapes: str):
             continue
         presets = chosen_presets(op, shapes)
         if not presets:
-            print(f"{op.name}: no contiguous bench: preset{' named ' + shapes if shapes else ''}, skipped")
+            print(f"{op.name}: no bench: preset{' named ' + shapes if shapes else ''}, skipped")
             continue
         packet = backplane.torch_op(op.name)
         schema = packet.default._schema
@@ -184,8 +220,9 @@ def fwd_bwd(forward, inputs):
     return step
 
 
-def graphed(step):
-    """`step` captured in a CUDA graph after a warm-up on a side stream; returns its replay."""
+def graphed(step, calls=1):
+    """`calls` calls of `step` captured in one CUDA graph after a warm-up on a side stream;
+    returns its replay."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -194,7 +231,8 @@ def graphed(step):
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        step()
+        for _ in range(calls):
+            step()
     return graph.replay
 
 
@@ -229,14 +267,19 @@ def main(argv=None) -> int:
     parser.add_argument("--forward-only", action="store_true", help="time the forward pass alone")
     parser.add_argument("--ops", default="", help="these ops only (default: all)")
     parser.add_argument("--cuda-graph", action="store_true", help="time replays of a CUDA graph of each step")
+    parser.add_argument("--graph-calls", type=int, default=1,
+                        help="with --cuda-graph: calls of the step in each graph (times are per call). Kernels "
+                             "of a few microseconds need several, or the gap between graph launches counts")
     args = parser.parse_args(argv)
     if args.cuda_graph and args.device != "cuda":
         parser.error("--cuda-graph needs --device cuda")
+    if args.graph_calls < 1 or (args.graph_calls > 1 and not args.cuda_graph):
+        parser.error(f"--graph-calls takes a count of at least 1, with --cuda-graph (got {args.graph_calls})")
     if args.shapes and args.shapes != "all":
-        known = {p["name"] for op in backplane.ops() for p in op.bench if not p.get("layout")}
+        known = {p["name"] for op in backplane.ops() for p in op.bench}
         unknown = sorted(set(args.shapes.split(",")) - known)
         if unknown:
-            parser.error(f"no contiguous bench: preset named {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+            parser.error(f"no bench: preset named {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     backplane.load(args.device)
     rows, to_profile, failures = [], [], 0
     print(f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, torch {torch.__version__}")
@@ -261,8 +304,9 @@ def main(argv=None) -> int:
             else:
                 nbytes = forward_bytes + backward_bytes
                 steps = {name: fwd_bwd(fn, inputs) for name, fn in variants.items()}
-            timed = {name: graphed(step) for name, step in steps.items()} if args.cuda_graph else steps
-            times = {name: median_us(step, args.device) for name, step in timed.items()}
+            calls = args.graph_calls if args.cuda_graph else 1
+            timed = {name: graphed(step, calls) for name, step in steps.items()} if args.cuda_graph else steps
+            times = {name: median_us(step, args.device) / calls for name, step in timed.items()}
             if args.profile:  # after every timing: the profiler slows the launches that follow it
                 to_profile.append((f"{op} {shape} {dtype_name}", steps["backplane"]))
             best_torch = min(t for name, t in times.items() if name != "backplane")
@@ -272,7 +316,7 @@ def main(argv=None) -> int:
                 print(f"{op:<14} {shape:<22} {name:<14} {us:>11.1f} {gbps:>7.0f} {100 * gbps / copy:>6.0f}%  {speedup}")
                 rows.append({"op": op, "shape": shape, "dtype": dtype_name, "variant": name, "us": us,
                              "gbps": gbps, "copy_gbps": copy, "passes": "forward" if args.forward_only else "forward+backward",
-                             "cuda_graph": args.cuda_graph})
+                             "cuda_graph": args.cuda_graph, "graph_calls": calls})
             torch._dynamo.reset()
     for what, step in to_profile:
         print(f"\n{what}, Backplane, one {'forward' if args.forward_only else 'forward+backward'}:\n"
