@@ -20,13 +20,35 @@ def test_each_op_with_a_backward_gets_its_largest_contiguous_preset():
         chosen = train_ops_bench.chosen_presets(op, "")
         contiguous = [p for p in op.bench if not p.get("layout")]
         assert len(chosen) == (1 if contiguous else 0), op.name
-        assert all(not p.get("layout") for p in train_ops_bench.chosen_presets(op, "all"))
+        assert all(not p.get("layout") for p in chosen)
+        assert train_ops_bench.chosen_presets(op, "all") == list(op.bench)
     by_name = {op.name: op for op in backplane.ops()}
     assert [p["name"] for p in train_ops_bench.chosen_presets(by_name["rms_norm"], "")] == ["prefill_8192x4096"]
     assert [p["name"] for p in train_ops_bench.chosen_presets(by_name["rms_norm"], "decode_1x4096")] == ["decode_1x4096"]
     every_add = [p["name"] for p in train_ops_bench.chosen_presets(by_name["add"], "all")]
     assert "1M_elements" in every_add and "1M_broadcast_row" in every_add
-    assert "1M_transposed" not in every_add and "64M_sliced" not in every_add  # layouts: not for training steps
+    assert "1M_transposed" in every_add and "64M_sliced" in every_add  # presets in a layout too
+
+
+def test_a_preset_layout_gives_the_conformance_suites_views_and_their_gradient():
+    add = next(o for o in backplane.ops() if o.name == "add")
+    g = torch.Generator().manual_seed(0)
+    expected_strides = {"transposed": (1, 2), "strided": (6, 2), "offset": (3, 1), "expanded": (0, 1)}
+    for layout, strides in expected_strides.items():
+        values = train_ops_bench.inputs_for(add, {"args": {"a": [2, 3], "b": [2, 3]}, "layout": layout}, "cpu",
+                                            torch.float32, g)
+        a, b = values["a"], values["b"]
+        assert a.shape == (2, 3) and a.stride() == strides and b.stride() == strides, layout
+        assert a.storage_offset() == (5 if layout == "offset" else 0), layout
+        assert a.requires_grad and not a.is_leaf, layout  # a view of the leaf that gets the gradient
+        (grad_a,) = torch.autograd.grad(torch.ops.backplane.add(a, b).sum(), a)
+        assert torch.equal(grad_a, torch.ones(2, 3)), layout
+    try:
+        train_ops_bench.laid_out([4], "transposed", g, "cpu", torch.float32, False)
+    except ValueError as e:
+        assert str(e) == "transposed layout does not fit 1 dimensions"
+    else:
+        raise AssertionError("a transposed 1-d tensor was not refused")
 
 
 def _pass_bytes(name, sizes):
@@ -71,8 +93,16 @@ def test_a_shape_no_op_has_is_refused_naming_the_known_ones():
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_bench.py"), "--device", "cpu",
                            "--shapes", "nosuch,1M_transposed"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2
-    assert "no contiguous bench: preset named 1M_transposed, nosuch; known: " in done.stderr, done.stderr
-    assert "decode_1x4096" in done.stderr
+    assert "no bench: preset named nosuch; known: " in done.stderr, done.stderr
+    assert "decode_1x4096" in done.stderr and "1M_transposed" in done.stderr
+
+
+def test_graph_calls_needs_a_cuda_graph_and_a_positive_count():
+    for extra in (["--graph-calls", "20"], ["--cuda-graph", "--graph-calls", "0"]):
+        done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_bench.py"), "--device", "cuda", *extra],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 2, extra
+        assert "--graph-calls takes a count of at least 1, with --cuda-graph (got " in done.stderr, done.stderr
 
 
 def test_a_variant_that_disagrees_is_reported_not_timed():
