@@ -117,14 +117,15 @@ def test_second_device_follows_its_current_stream():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
-    # The elementwise engine moves inputs of at most one 16-byte vector per resident thread
-    # one vector a thread, larger ones in tiles of several (elementwise.cuh), and registry
-    # samples are all small. Every op whose first sample's tensors share one shape runs
-    # here with that shape's first dimension grown to two vectors or more per resident
-    # thread (rows stay short: a row op's float32 sum over a million-element row differs
-    # between any two summation orders beyond assert_close's float32 tolerance), plus one
-    # row, so the last tile is partial and an odd tail is left, against the same op on
-    # the CPU. (Offset starts are the registry samples' `offset` layout.)
+    # The elementwise engine moves inputs of at most one item per resident thread one item
+    # a thread, larger ones in tiles of several (elementwise.cuh), and registry samples are
+    # all small. Every op whose first sample's tensors share one shape runs here with that
+    # shape's first dimension grown to two vectors or more per resident thread (rows stay
+    # short: a row op's float32 sum over a million-element row differs between any two
+    # summation orders beyond assert_close's float32 tolerance), plus one row, so the last
+    # tile is partial and an odd tail is left, against the same op on the CPU: contiguous
+    # (the vectorized kernel) and as every other element of rows twice as long (the
+    # strided kernel). (Offset starts are the registry samples' `offset` layout.)
     backplane.load("cpu")
     loaded = {b.name: set(b.ops) for b in backplane.backends() if b.status == "loaded"}
     props = torch.cuda.get_device_properties(0)
@@ -139,20 +140,27 @@ def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
             continue
         shape = list(next(iter(shapes)))
         shape[0] = shape[0] * -(-target // math.prod(shape)) + 1  # at least `target` elements, and odd
-        g = torch.Generator().manual_seed(len(checked))
+        for strided in (False, True):
+            g = torch.Generator().manual_seed(len(checked))
+            base = shape[:-1] + [shape[-1] * (2 if strided else 1)]
+            view = (lambda t: t[..., ::2]) if strided else (lambda t: t)
+            made = {}
 
-        def big(a):
-            if not isinstance(a, torch.Tensor):
-                return a
-            return torch.randn(shape, generator=g).to(dtype)
+            def on(device, a):
+                # The same values on both devices: each tensor argument drawn once, moved
+                # whole, then viewed (both devices' arguments exist before either call).
+                if not isinstance(a, torch.Tensor):
+                    return a
+                if id(a) not in made:
+                    made[id(a)] = torch.randn(base, generator=g).to(dtype)
+                return view(made[id(a)].to(device))
 
-        cpu_args, cpu_kwargs = [big(a) for a in args], {k: big(v) for k, v in kwargs.items()}
-        cuda_args = [a.cuda() if isinstance(a, torch.Tensor) else a for a in cpu_args]
-        cuda_kwargs = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in cpu_kwargs.items()}
-        packet = backplane.torch_op(op.name)
-        expected = results(packet, packet(*cpu_args, **cpu_kwargs), cpu_args, cpu_kwargs)
-        got = results(packet, packet(*cuda_args, **cuda_kwargs), cuda_args, cuda_kwargs)
-        for e, c in zip(expected, got, strict=True):
-            torch.testing.assert_close(c.cpu(), e, msg=lambda m, name=op.name: f"{name}: {m}")
-        checked.append(op.name)
+            cpu_args, cpu_kwargs = [on("cpu", a) for a in args], {k: on("cpu", v) for k, v in kwargs.items()}
+            cuda_args, cuda_kwargs = [on("cuda", a) for a in args], {k: on("cuda", v) for k, v in kwargs.items()}
+            packet = backplane.torch_op(op.name)
+            expected = results(packet, packet(*cpu_args, **cpu_kwargs), cpu_args, cpu_kwargs)
+            got = results(packet, packet(*cuda_args, **cuda_kwargs), cuda_args, cuda_kwargs)
+            for e, c in zip(expected, got, strict=True):
+                torch.testing.assert_close(c.cpu(), e, msg=lambda m, name=op.name, s=strided: f"{name} (strided={s}): {m}")
+            checked.append(op.name)
     assert checked, "no registry op with same-shape tensor arguments to check"

@@ -16,7 +16,8 @@
 //   same instructions as aten's kernel (241664) and the same duration; 4-vector tiles gave
 //   128 blocks of 80 registers there, 2.39 us of device time against torch.add's 2.00.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
-//   thread handles kItemsPerThread items, all loads issued before the first store, offsets
+//   thread handles kItemsPerThread items (one, in 128-thread blocks, where the items fit
+//   the device's resident threads), all loads issued before the first store, offsets
 //   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit.
 //   When the innermost dimension is unit-stride in every operand, a whole number of
 //   16-byte vectors long, and every other stride and every address 16-byte aligned
@@ -199,8 +200,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // Operands 0..NOUT-1 of `calc` are the outputs, operand NOUT + k is input k. Items are
 // W-element vectors (W = 1: single elements); calc's sizes, strides and n count vectors.
-template <typename scalar_t, int W, int NOUT, int NIN, typename index_t, typename Func>
-__global__ void __launch_bounds__(kBlockThreads)
+template <typename scalar_t, int W, int NOUT, int NIN, typename index_t, typename Func, int kThreads, int U>
+__global__ void __launch_bounds__(kThreads)
     strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in,
                    OffsetCalculator<NOUT + NIN, index_t> calc, index_t n) {
   using item_t = Vector<scalar_t, W>;
@@ -210,15 +211,14 @@ __global__ void __launch_bounds__(kBlockThreads)
   const item_t* in_w[NIN];
 #pragma unroll
   for (int k = 0; k < NIN; ++k) in_w[k] = reinterpret_cast<const item_t*>(in[k]);
-  constexpr int U = kItemsPerThread<scalar_t, W>;
-  constexpr index_t kTile = static_cast<index_t>(kBlockThreads) * U;
+  constexpr index_t kTile = static_cast<index_t>(kThreads) * U;
   const index_t step = static_cast<index_t>(gridDim.x) * kTile;
   for (index_t base = static_cast<index_t>(blockIdx.x) * kTile; base < n; base += step) {
     item_t v[U][NIN];
     index_t out_offset[U][NOUT];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
+      const index_t i = base + static_cast<index_t>(u * kThreads) + threadIdx.x;
       if (i < n) {
         const auto offsets = calc.get(i);
 #pragma unroll
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const index_t i = base + static_cast<index_t>(u * kBlockThreads) + threadIdx.x;
+      const index_t i = base + static_cast<index_t>(u * kThreads) + threadIdx.x;
       if (i < n) {
         item_t y[NOUT];
 #pragma unroll
@@ -267,19 +267,33 @@ bool as_vectors(StridedLayout<N>& layout, const std::array<const void*, N>& ptrs
 }
 
 template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
-void launch_strided(cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
+void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
                     const OutPtrArray<scalar_t, NOUT>& out, const PtrArray<scalar_t, NIN>& in, Func f) {
   constexpr int N = NOUT + NIN;
   const int64_t n = layout.numel();
+  if (n <= resident_threads(device) && layout.fits_32bit()) {
+    // At most one item per thread the device holds: one item a thread in 128-thread
+    // blocks, as the vectorized path. A 1M-element row broadcast ([1024, 1024] + [1024],
+    // 16-byte items) otherwise ran 256 blocks, two a multiprocessor; this way, on an H100
+    // from CUDA graphs, 3.5 -> 3.2 us float32, 2.9 -> 2.7 bfloat16 (bench/RESULTS.md).
+    constexpr int kThreads = 128;
+    const int64_t grid = blocks_for(n, kThreads, kMaxGridBlocks);
+    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kThreads, 1><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+        f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
   // One tile per block, as the vectorized path: on an H100 a resident-blocks grid looping
   // grid-stride left a sliced (stride 2) float32 add at 0.95x torch.add (bench/RESULTS.md).
-  const int64_t grid = blocks_for(n, kBlockThreads * kItemsPerThread<scalar_t, W>, kMaxGridBlocks);
+  constexpr int U = kItemsPerThread<scalar_t, W>;
+  const int64_t grid = blocks_for(n, kBlockThreads * U, kMaxGridBlocks);
   if (layout.fits_32bit()) {
-    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
-        f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
+    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kBlockThreads, U>
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, unsigned int>(layout),
+                                                                   static_cast<unsigned int>(n));
   } else {
-    strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
-        f, out, in, OffsetCalculator<N, int64_t>(layout), n);
+    strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func, kBlockThreads, U>
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, int64_t>(layout), n);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -342,9 +356,9 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
   for (int o = 0; o < NOUT; ++o) ptrs[o] = out[o];
   for (int k = 0; k < NIN; ++k) ptrs[NOUT + k] = in[k];
   if (as_vectors<scalar_t, N>(layout, ptrs))
-    launch_strided<scalar_t, kVectorWidth<scalar_t>, NOUT, NIN>(stream, layout, out_ptrs, in_ptrs, f);
+    launch_strided<scalar_t, kVectorWidth<scalar_t>, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
   else
-    launch_strided<scalar_t, 1, NOUT, NIN>(stream, layout, out_ptrs, in_ptrs, f);
+    launch_strided<scalar_t, 1, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
 }
 
 // One output: f returns a scalar_t.
