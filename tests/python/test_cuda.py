@@ -164,3 +164,14 @@ def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
                 torch.testing.assert_close(c.cpu(), e, msg=lambda m, name=op.name, s=strided: f"{name} (strided={s}): {m}")
             checked.append(op.name)
     assert checked, "no registry op with same-shape tensor arguments to check"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("n", [1024, 4096, 16384])
+def test_softmax_over_many_long_rows_matches_torch(n, dtype):
+    # softmax.cu gives many rows (4 or more a multiprocessor) of register-held length a
+    # block per row with 4 vectors a thread, and few rows a grid of resident blocks: the
+    # registry's samples have few rows, so the many-rows kernels are checked here.
+    rows = 4 * torch.cuda.get_device_properties(0).multi_processor_count + 3
+    x = torch.randn(rows, n, device="cuda", dtype=dtype, generator=torch.Generator(device="cuda").manual_seed(n))
+    torch.testing.assert_close(torch.ops.backplane.softmax(x), torch.softmax(x, -1))
