@@ -161,7 +161,8 @@ def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
             expected = results(packet, packet(*cpu_args, **cpu_kwargs), cpu_args, cpu_kwargs)
             got = results(packet, packet(*cuda_args, **cuda_kwargs), cuda_args, cuda_kwargs)
             for e, c in zip(expected, got, strict=True):
-                torch.testing.assert_close(c.cpu(), e, msg=lambda m, name=op.name, s=strided: f"{name} (strided={s}): {m}")
+                torch.testing.assert_close(c.cpu(), e,
+                                           msg=lambda m, name=op.name, s=strided: f"{name} (strided={s}): {m}")
             checked.append(op.name)
     assert checked, "no registry op with same-shape tensor arguments to check"
 

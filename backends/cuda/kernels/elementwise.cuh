@@ -9,10 +9,10 @@
 //   moves tiles of kUnroll x 256 16-byte vectors per operand (thread t takes vectors
 //   t, t + 256, ...: coalesced, and one tile is 16 KiB of contiguous memory), one tile
 //   per block, then a scalar tail. 64 bytes of reads in flight per input per thread;
-//   64-bit indices. An input of at most one vector per thread the device holds at once (1M float32
-//   elements on an H100) takes vector_per_thread_kernel instead, as aten's vectorized
-//   kernel does for 16-bit types: one vector a thread in 128-thread blocks, about one
-//   wave, 32-bit indices, the vector path first. For 1M bfloat16 elements ncu counts the
+//   64-bit indices. An input of at most one vector per thread the device holds at once
+//   (1M float32 elements on an H100) takes vector_per_thread_kernel instead, as aten's
+//   vectorized kernel does for 16-bit types: one vector a thread in 128-thread blocks,
+//   about one wave, 32-bit indices, the vector path first. For 1M bfloat16 elements ncu counts the
 //   same instructions as aten's kernel (241664) and the same duration; 4-vector tiles gave
 //   128 blocks of 80 registers there, 2.39 us of device time against torch.add's 2.00.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
@@ -278,8 +278,9 @@ void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedL
     // from CUDA graphs, 3.5 -> 3.2 us float32, 2.9 -> 2.7 bfloat16 (bench/RESULTS.md).
     constexpr int kThreads = 128;
     const int64_t grid = blocks_for(n, kThreads, kMaxGridBlocks);
-    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kThreads, 1><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-        f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
+    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kThreads, 1>
+        <<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, unsigned int>(layout),
+                                                              static_cast<unsigned int>(n));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -289,11 +290,12 @@ void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedL
   const int64_t grid = blocks_for(n, kBlockThreads * U, kMaxGridBlocks);
   if (layout.fits_32bit()) {
     strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kBlockThreads, U>
-        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, unsigned int>(layout),
-                                                                   static_cast<unsigned int>(n));
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+            f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
   } else {
     strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func, kBlockThreads, U>
-        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, int64_t>(layout), n);
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+            f, out, in, OffsetCalculator<N, int64_t>(layout), n);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -337,13 +339,14 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
     if (vectors <= resident_threads(device) && n <= std::numeric_limits<int>::max()) {
       // At most one vector per thread the device holds (1M float32 elements on an H100):
       // one vector a thread in 128-thread blocks; the scalar head and tail take threads
-      // of their own past the last vector. (A functor heavy in registers fits fewer threads than that; it then takes a
-      // second, partial wave.)
+      // of their own past the last vector. (A functor heavy in registers fits fewer threads
+      // than that; it then takes a second, partial wave.)
       constexpr int kThreads = 128;
       const int64_t scalars = n - vectors * kVectorWidth<scalar_t>;
       const int64_t grid = blocks_for(vectors + scalars, kThreads, kMaxGridBlocks);
-      vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-          f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head), static_cast<int>(vectors));
+      vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func>
+          <<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+              f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head), static_cast<int>(vectors));
     } else {
       const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
       vectorized_kernel<scalar_t, NOUT, NIN, Func>

@@ -158,9 +158,9 @@ void launch_register_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t 
   static std::array<PerDeviceCache, kMaxThreads / kWarpSize + 1> resident;
   const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
   const auto kernel = register_rows_kernel<scalar_t, kVecs>;
-  const int64_t grid =
-      one_block_per_row ? rows
-                        : std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize), device, kernel, threads));
+  const int64_t grid = one_block_per_row ? rows
+                                         : std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize),
+                                                                                   device, kernel, threads));
   kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(x, y, rows, n);
 }
 
