@@ -78,8 +78,8 @@ def laid_out(sizes, layout, generator, device, dtype, requires_grad) -> torch.Te
     """N(0, 1) values of `sizes` as a view in a preset's `layout`, built as the conformance
     suite builds its inputs (core/src/conformance/inputs.cpp): transposed (the last two
     dimensions swapped), strided (every other element of a row twice as long), offset (5
-    elements into a flat buffer), expanded (one row, expanded). The gradient flows to the
-    view's base."""
+    elements into a flat buffer), expanded (one row, expanded). The view requires grad
+    through its base; gradients are taken with respect to the view."""
     sizes = list(sizes)
     fits = {"transposed": len(sizes) >= 2, "strided": len(sizes) >= 1, "expanded": len(sizes) >= 1}
     if layout and not fits.get(layout, True):
