@@ -18,7 +18,11 @@
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
 //   thread handles kItemsPerThread items (one, in 128-thread blocks, where the items fit
 //   the device's resident threads), all loads issued before the first store, offsets
-//   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit.
+//   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit. A
+//   layout that merges to one dimension (a sliced x[:, ::2] of a contiguous base) takes
+//   LinearOffsets instead: offset = index * stride, no division and no loop over
+//   dimensions. For a 1M-element stride-2 bfloat16 add, ncu on an H100 counts 802816
+//   instructions so, against 1400832 in aten's elementwise_kernel<128, 4>.
 //   When the innermost dimension is unit-stride in every operand, a whole number of
 //   16-byte vectors long, and every other stride and every address 16-byte aligned
 //   (a row broadcast [T, H] + [H], an aligned crop), its elements are 16-byte vectors.
@@ -95,12 +99,12 @@ __device__ __forceinline__ auto output(const R& r, int k) {
     return r[k];
 }
 
-// y[o] = f(x[0][e], ..., x[NIN-1][e]) for each element e of one 16-byte vector per operand.
-template <typename scalar_t, int NOUT, int NIN, typename Func>
-__device__ __forceinline__ void apply_vector(const Func& f, const Vec16<scalar_t> (&x)[NIN],
-                                             Vec16<scalar_t> (&y)[NOUT]) {
+// y[o] = f(x[0][e], ..., x[NIN-1][e]) for each element e of one W-element vector per operand.
+template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
+__device__ __forceinline__ void apply_vector(const Func& f, const Vector<scalar_t, W> (&x)[NIN],
+                                             Vector<scalar_t, W> (&y)[NOUT]) {
 #pragma unroll
-  for (int e = 0; e < kVectorWidth<scalar_t>; ++e) {
+  for (int e = 0; e < W; ++e) {
     scalar_t v[NIN];
 #pragma unroll
     for (int k = 0; k < NIN; ++k) v[k] = x[k].v[e];
@@ -144,7 +148,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   auto compute_store = [&](const vec_t (&x)[NIN], int64_t j) {
     vec_t y[NOUT];
-    apply_vector<scalar_t, NOUT, NIN>(f, x, y);
+    apply_vector(f, x, y);
 #pragma unroll
     for (int o = 0; o < NOUT; ++o) out_v[o][j] = y[o];
   };
@@ -188,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < NIN; ++k) x[k] = reinterpret_cast<const vec_t*>(in[k] + head)[t];
     vec_t y[NOUT];
-    apply_vector<scalar_t, NOUT, NIN>(f, x, y);
+    apply_vector(f, x, y);
 #pragma unroll
     for (int o = 0; o < NOUT; ++o) reinterpret_cast<vec_t*>(out[o] + head)[t] = y[o];
     return;
@@ -200,10 +204,12 @@ __global__ void __launch_bounds__(kThreads)
 
 // Operands 0..NOUT-1 of `calc` are the outputs, operand NOUT + k is input k. Items are
 // W-element vectors (W = 1: single elements); calc's sizes, strides and n count vectors.
-template <typename scalar_t, int W, int NOUT, int NIN, typename index_t, typename Func, int kThreads, int U>
+// Calc: OffsetCalculator, or LinearOffsets for a one-dimensional layout.
+template <typename scalar_t, int W, int NOUT, int NIN, typename Calc, typename Func, int kThreads, int U>
 __global__ void __launch_bounds__(kThreads)
-    strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in,
-                   OffsetCalculator<NOUT + NIN, index_t> calc, index_t n) {
+    strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, Calc calc,
+                   typename Calc::index_t n) {
+  using index_t = typename Calc::index_t;
   using item_t = Vector<scalar_t, W>;
   item_t* out_w[NOUT];
 #pragma unroll
@@ -232,15 +238,7 @@ __global__ void __launch_bounds__(kThreads)
       const index_t i = base + static_cast<index_t>(u * kThreads) + threadIdx.x;
       if (i < n) {
         item_t y[NOUT];
-#pragma unroll
-        for (int e = 0; e < W; ++e) {
-          scalar_t x[NIN];
-#pragma unroll
-          for (int k = 0; k < NIN; ++k) x[k] = v[u][k].v[e];
-          const auto r = apply<scalar_t, NIN>(f, x);
-#pragma unroll
-          for (int o = 0; o < NOUT; ++o) y[o].v[e] = output<NOUT>(r, o);
-        }
+        apply_vector(f, v[u], y);
 #pragma unroll
         for (int o = 0; o < NOUT; ++o) out_w[o][out_offset[u][o]] = y[o];
       }
@@ -266,38 +264,50 @@ bool as_vectors(StridedLayout<N>& layout, const std::array<const void*, N>& ptrs
   return true;
 }
 
+// One launch of strided_kernel: kThreads threads a block, U items a thread, one tile a block.
+template <typename scalar_t, int W, int NOUT, int NIN, int kThreads, int U, typename Calc, typename Func>
+void launch_strided_tiles(cudaStream_t stream, const Calc& calc, int64_t n, const OutPtrArray<scalar_t, NOUT>& out,
+                          const PtrArray<scalar_t, NIN>& in, const Func& f) {
+  const int64_t grid = blocks_for(n, static_cast<int64_t>(kThreads) * U, kMaxGridBlocks);
+  strided_kernel<scalar_t, W, NOUT, NIN, Calc, Func, kThreads, U><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+      f, out, in, calc, static_cast<typename Calc::index_t>(n));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
 void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
                     const OutPtrArray<scalar_t, NOUT>& out, const PtrArray<scalar_t, NIN>& in, Func f) {
   constexpr int N = NOUT + NIN;
-  const int64_t n = layout.numel();
-  if (n <= resident_threads(device) && layout.fits_32bit()) {
-    // At most one item per thread the device holds: one item a thread in 128-thread
-    // blocks, as the vectorized path. A 1M-element row broadcast ([1024, 1024] + [1024],
-    // 16-byte items) otherwise ran 256 blocks, two a multiprocessor; this way, on an H100
-    // from CUDA graphs, 3.5 -> 3.2 us float32, 2.9 -> 2.7 bfloat16 (bench/RESULTS.md).
-    constexpr int kThreads = 128;
-    const int64_t grid = blocks_for(n, kThreads, kMaxGridBlocks);
-    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kThreads, 1>
-        <<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(f, out, in, OffsetCalculator<N, unsigned int>(layout),
-                                                              static_cast<unsigned int>(n));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
-  }
   // One tile per block, as the vectorized path: on an H100 a resident-blocks grid looping
   // grid-stride left a sliced (stride 2) float32 add at 0.95x torch.add (bench/RESULTS.md).
   constexpr int U = kItemsPerThread<scalar_t, W>;
-  const int64_t grid = blocks_for(n, kBlockThreads * U, kMaxGridBlocks);
-  if (layout.fits_32bit()) {
-    strided_kernel<scalar_t, W, NOUT, NIN, unsigned int, Func, kBlockThreads, U>
-        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
-            f, out, in, OffsetCalculator<N, unsigned int>(layout), static_cast<unsigned int>(n));
-  } else {
-    strided_kernel<scalar_t, W, NOUT, NIN, int64_t, Func, kBlockThreads, U>
-        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
-            f, out, in, OffsetCalculator<N, int64_t>(layout), n);
+  const int64_t n = layout.numel();
+  if (!layout.fits_32bit()) {
+    launch_strided_tiles<scalar_t, W, NOUT, NIN, kBlockThreads, U>(stream, OffsetCalculator<N, int64_t>(layout), n,
+                                                                  out, in, f);
+    return;
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  auto launch_32bit = [&](const auto& calc) {
+    if (n <= resident_threads(device)) {
+      // At most one item per thread the device holds: one item a thread in 128-thread
+      // blocks, as the vectorized path. A 1M-element row broadcast ([1024, 1024] + [1024],
+      // 16-byte items) otherwise ran 256 blocks, two a multiprocessor; this way, on an H100
+      // from CUDA graphs, 3.5 -> 3.2 us float32, 2.9 -> 2.7 bfloat16 (bench/RESULTS.md).
+      launch_strided_tiles<scalar_t, W, NOUT, NIN, 128, 1>(stream, calc, n, out, in, f);
+    } else {
+      launch_strided_tiles<scalar_t, W, NOUT, NIN, kBlockThreads, U>(stream, calc, n, out, in, f);
+    }
+  };
+  // One dimension: LinearOffsets. From CUDA graphs on an H100 (bench/RESULTS.md), a
+  // 1024x1024 stride-2 bfloat16 add took 3.78 us with OffsetCalculator, 3.30 so (aten
+  // 3.56). A vector layout has two dimensions at least (as_vectors): only W = 1 needs this.
+  if constexpr (W == 1) {
+    if (layout.ndim == 1) {
+      launch_32bit(LinearOffsets<N>(layout));
+      return;
+    }
+  }
+  launch_32bit(OffsetCalculator<N, unsigned int>(layout));
 }
 
 // Runs f over `sizes` (numel > 0) with NOUT outputs (f returns Outputs<scalar_t, NOUT>).

@@ -112,11 +112,34 @@ StridedLayout<N> make_layout(std::string_view op, c10::ArrayRef<int64_t> sizes,
   return layout;
 }
 
+// Device side of a one-dimensional layout (a contiguous or sliced view merges to one):
+// offset k of linear index i is i * stride k, no division. 32-bit (the caller checks
+// layout.fits_32bit()).
+template <int N>
+struct LinearOffsets {
+  using index_t = unsigned int;
+  using Offsets = at::detail::Array<index_t, N>;
+
+  explicit LinearOffsets(const StridedLayout<N>& layout) {
+    for (int k = 0; k < N; ++k) strides[k] = static_cast<index_t>(layout.strides[0][k]);
+  }
+
+  __device__ __forceinline__ Offsets get(index_t linear) const {
+    Offsets offsets;
+#pragma unroll
+    for (int k = 0; k < N; ++k) offsets[k] = linear * strides[k];
+    return offsets;
+  }
+
+  index_t strides[N];
+};
+
 // Device side of a layout: linear index -> N element offsets. index_t is unsigned int
 // when layout.fits_32bit() (division by magic-number multiplication), else int64_t
 // (hardware-emulated 64-bit division: correct for any size, several times slower).
-template <int N, typename index_t>
+template <int N, typename index_type>
 struct OffsetCalculator {
+  using index_t = index_type;
   using Offsets = at::detail::Array<index_t, N>;
 
   explicit OffsetCalculator(const StridedLayout<N>& layout) : ndim(layout.ndim) {
