@@ -169,11 +169,16 @@ def test_inputs_larger_than_the_device_holds_match_cpu(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("n", [2056, 4096, 4104, 16384])
-def test_softmax_over_many_long_rows_matches_torch(n, dtype):
-    # softmax.cu gives many rows (4 or more a multiprocessor) of register-held length a
-    # block per row with 4 vectors a thread, and few rows a grid of resident blocks: the
+def test_softmax_and_its_backward_over_many_long_rows_match_torch(n, dtype):
+    # softmax.cu and softmax_backward.cu give many rows (4 or more a multiprocessor) of
+    # register-held length a block per row, and few rows a grid of resident blocks: the
     # registry's samples have few rows, so the many-rows kernels are checked here. 2056
     # and 4104 are whole vectors that leave the last warp's lanes partly empty.
     rows = 4 * torch.cuda.get_device_properties(0).multi_processor_count + 3
-    x = torch.randn(rows, n, device="cuda", dtype=dtype, generator=torch.Generator(device="cuda").manual_seed(n))
-    torch.testing.assert_close(torch.ops.backplane.softmax(x), torch.softmax(x, -1))
+    generator = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.randn(rows, n, device="cuda", dtype=dtype, generator=generator)
+    y = torch.ops.backplane.softmax(x)
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    grad = torch.randn(rows, n, device="cuda", dtype=dtype, generator=generator)
+    torch.testing.assert_close(torch.ops.backplane.softmax_backward(grad, y),
+                               torch._softmax_backward_data(grad, y, -1, dtype))

@@ -1,6 +1,6 @@
 // Grid sizing. Elementwise kernels take one tile per block (blocks_for); row kernels
-// (softmax) take a grid of exactly the blocks that fit on the device at once (occupancy x
-// multiprocessors) and loop over rows. The device's numbers are read once per device
+// (softmax) take a block per row when rows are many (many_rows), else a grid of exactly the
+// blocks that fit on the device at once (occupancy x multiprocessors) and loop over rows. The device's numbers are read once per device
 // (and per kernel) and cached, so a launch costs no driver query after the first.
 #pragma once
 
@@ -74,6 +74,15 @@ int resident_blocks(PerDeviceCache& cache, c10::DeviceIndex device, Kernel kerne
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
     return std::max(per_sm, 1) * multiprocessor_count(device);
   });
+}
+
+// Whether rows are many enough (at least 4 a multiprocessor) that a block per row beats a
+// grid of the resident blocks looping over rows: the block scheduler then overlaps one
+// block's reductions with the next one's loads (softmax and its backward, measured on an
+// H100: bench/RESULTS.md).
+inline bool many_rows(int64_t rows, c10::DeviceIndex device) {
+  constexpr int kManyRowsPerMultiprocessor = 4;
+  return rows >= static_cast<int64_t>(kManyRowsPerMultiprocessor) * multiprocessor_count(device);
 }
 
 // Blocks for `items` work items of `per_block` each: at least 1, at most `cap`.

@@ -34,8 +34,6 @@ namespace {
 constexpr int kThreePassThreads = 256;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxWarps = kMaxThreads / kWarpSize;
-// Rows a multiprocessor from which a block per row beats blocks looping over rows.
-constexpr int kManyRowsPerMultiprocessor = 4;
 // 16-byte vectors a thread holds: 8 float32 (32 registers); 4 of the others, whose
 // conversion to opmath needs more (8 spilled registers at 1024 threads).
 template <typename scalar_t>
@@ -174,7 +172,7 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
   const bool vectors =
       n % V == 0 && is_vector_aligned(x) && is_vector_aligned(y) && nvec <= kMaxThreads * kMaxVecs<scalar_t>;
   const c10::DeviceIndex device = out.device().index();
-  // Many rows (at least kManyRowsPerMultiprocessor a multiprocessor) of up to 4 vectors
+  // Many rows (many_rows: at least 4 a multiprocessor) of up to 4 vectors
   // a thread: a block per row, 4 vectors a thread, and the block scheduler overlaps one
   // block's reductions with the next one's loads. Measured on an H100 from CUDA graphs
   // (bench/RESULTS.md), against the grid of resident blocks looping over rows with 2
@@ -182,12 +180,11 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
   // float32 59.3 -> 48.4. Few rows instead take about 256 threads a row where that
   // covers it, longer rows more threads (up to 1024) before more vectors per thread:
   // 64x4096 bfloat16 took 2.86 us so and 3.42 with 4 vectors a thread.
-  const bool many_rows = rows >= kManyRowsPerMultiprocessor * multiprocessor_count(device);
   if (!vectors) {
     three_pass_kernel<scalar_t><<<static_cast<unsigned>(rows), kThreePassThreads, 0, stream>>>(x, y, n);
   } else if (nvec <= 256) {
     launch_register_rows<scalar_t, 1>(x, y, rows, n, nvec, device, stream, false);
-  } else if (many_rows && nvec <= 4 * kMaxThreads) {
+  } else if (many_rows(rows, device) && nvec <= 4 * kMaxThreads) {
     launch_register_rows<scalar_t, 4>(x, y, rows, n, nvec, device, stream, true);
   } else if (nvec <= 2 * kMaxThreads) {
     launch_register_rows<scalar_t, 2>(x, y, rows, n, nvec, device, stream, false);

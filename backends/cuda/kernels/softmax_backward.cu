@@ -2,11 +2,11 @@
 // y * (grad - dot), accumulated in float (double for float64).
 //
 // Two kernels, picked per call, as softmax's forward:
-// - register rows: a block per row, grid-stride over rows. Each thread loads its kVecs
-//   16-byte vectors of grad and of y at once and keeps them in registers, so each is read
-//   from memory once: block sum of grad * y, then the result stored. Needs contiguous
-//   rows of whole vectors, 16-byte aligned, and at most kMaxThreads * kMaxVecs vectors a
-//   row (16384 float32, 32768 bfloat16).
+// - register rows: a block per row (many rows), or a grid of the resident blocks looping
+//   over rows. Each thread loads its kVecs 16-byte vectors of grad and of y at once and
+//   keeps them in registers, so each is read from memory once: block sum of grad * y,
+//   then the result stored. Needs contiguous rows of whole vectors, 16-byte aligned, and
+//   at most kMaxThreads * kMaxVecs vectors a row (16384 float32, 32768 bfloat16).
 // - split rows (rows the register kernel cannot take, fewer rows than multiprocessors,
 //   at least kSplitMinRow long): each row cut into chunks, a block per chunk. One kernel
 //   writes each chunk's partial dot product, a second sums a row's partials (in the same
@@ -165,16 +165,17 @@ void launch_split_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, i
   chunk_write_kernel<scalar_t><<<grid, kSplitThreads, 0, stream>>>(grad, y, p, out, n, chunk, chunks);
 }
 
-// A grid of the blocks resident at once (cached per kernel, thread count and device),
-// at most one per row.
+// A grid of one block per row, or of the blocks resident at once (cached per kernel,
+// thread count and device), at most one per row.
 template <typename scalar_t, int kVecs>
 void launch_register_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t rows, int64_t n,
-                          int64_t nvec, c10::DeviceIndex device, cudaStream_t stream) {
+                          int64_t nvec, c10::DeviceIndex device, cudaStream_t stream, bool one_block_per_row) {
   static std::array<PerDeviceCache, kMaxWarps + 1> resident;
   const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
   const auto kernel = register_rows_kernel<scalar_t, kVecs>;
-  const int64_t grid =
-      std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize), device, kernel, threads));
+  const int64_t grid = one_block_per_row ? rows
+                                         : std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize),
+                                                                                   device, kernel, threads));
   kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(grad, y, out, rows, n);
 }
 
@@ -190,17 +191,22 @@ void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Ten
                        nvec <= kMaxThreads * kMaxVecs;
   const c10::DeviceIndex device = out.device().index();
   // About 256 threads a row where that covers it; longer rows take more threads (up to
-  // 1024) before more vectors per thread.
+  // 1024) before more vectors per thread. Many rows of more than 256 vectors take a block
+  // per row, as softmax's forward; with the same vectors a thread (4 a thread cost
+  // bfloat16 rows of 4096 half their speed, 36 -> 55 us). Measured on an H100 from CUDA
+  // graphs (bench/RESULTS.md), against the grid of resident blocks looping over rows:
+  // 4096x4096 float32 71.2 -> 68.1 us, 1024x16384 float32 74.1 -> 70.3, bfloat16 36.2 -> 35.3.
+  const bool one_block_per_row = many_rows(rows, device);
   if (!vectors && rows < multiprocessor_count(device) && n >= kSplitMinRow) {
     launch_split_rows<scalar_t>(grad, y, o, rows, n, out, stream);
   } else if (!vectors) {
     two_pass_kernel<scalar_t><<<static_cast<unsigned>(rows), kTwoPassThreads, 0, stream>>>(grad, y, o, n);
   } else if (nvec <= 256) {
-    launch_register_rows<scalar_t, 1>(grad, y, o, rows, n, nvec, device, stream);
+    launch_register_rows<scalar_t, 1>(grad, y, o, rows, n, nvec, device, stream, false);
   } else if (nvec <= 2 * kMaxThreads) {
-    launch_register_rows<scalar_t, 2>(grad, y, o, rows, n, nvec, device, stream);
+    launch_register_rows<scalar_t, 2>(grad, y, o, rows, n, nvec, device, stream, one_block_per_row);
   } else {
-    launch_register_rows<scalar_t, kMaxVecs>(grad, y, o, rows, n, nvec, device, stream);
+    launch_register_rows<scalar_t, kMaxVecs>(grad, y, o, rows, n, nvec, device, stream, one_block_per_row);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
