@@ -43,6 +43,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -74,36 +75,37 @@ def chosen_presets(op, shapes: str):
     return [max(contiguous, key=elements)] if contiguous else []
 
 
+class _Layout(NamedTuple):
+    least_dims: int  # dimensions the view needs
+    base_sizes: Callable[[list], list]  # the base's sizes, for the view's sizes
+    view: Callable[[torch.Tensor, list], torch.Tensor]  # (base, sizes) -> the view
+
+
+# As the conformance suite builds its inputs (core/src/conformance/inputs.cpp).
+_LAYOUTS = {
+    None: _Layout(0, lambda s: s, lambda base, s: base),
+    "transposed": _Layout(2, lambda s: s[:-2] + s[-1:] + s[-2:-1], lambda base, s: base.transpose(-1, -2)),
+    "strided": _Layout(1, lambda s: s[:-1] + [2 * s[-1]], lambda base, s: base[..., ::2]),
+    "offset": _Layout(0, lambda s: [math.prod(s) + 5], lambda base, s: base[5:].view(s)),
+    "expanded": _Layout(1, lambda s: [1] + s[1:], lambda base, s: base.expand(s)),
+}
+
+
 def laid_out(sizes, layout, generator, device, dtype, requires_grad) -> torch.Tensor:
     """N(0, 1) values of `sizes` as a view in a preset's `layout`, built as the conformance
-    suite builds its inputs (core/src/conformance/inputs.cpp): transposed (the last two
-    dimensions swapped), strided (every other element of a row twice as long), offset (5
-    elements into a flat buffer), expanded (one row, expanded). The view requires grad
-    through its base; gradients are taken with respect to the view."""
+    suite builds its inputs: transposed (the last two dimensions swapped), strided (every
+    other element of a row twice as long), offset (5 elements into a flat buffer), expanded
+    (one row, expanded). The view requires grad through its base; gradients are taken with
+    respect to the view."""
     sizes = list(sizes)
-    fits = {"transposed": len(sizes) >= 2, "strided": len(sizes) >= 1, "expanded": len(sizes) >= 1}
-    if layout and not fits.get(layout, True):
+    if layout not in _LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; known: {', '.join(k for k in _LAYOUTS if k)}")
+    spec = _LAYOUTS[layout]
+    if len(sizes) < spec.least_dims:
         raise ValueError(f"{layout} layout does not fit {len(sizes)} dimensions")
-    base_sizes = {
-        None: sizes,
-        "transposed": sizes[:-2] + sizes[-1:] + sizes[-2:-1],
-        "strided": sizes[:-1] + [2 * sizes[-1]] if sizes else sizes,
-        "offset": [math.prod(sizes) + 5],
-        "expanded": [1] + sizes[1:],
-    }
-    if layout not in base_sizes:
-        raise ValueError(f"unknown layout {layout!r}; known: transposed, strided, offset, expanded")
-    base = torch.randn(base_sizes[layout], generator=generator).to(device=device, dtype=dtype)
+    base = torch.randn(spec.base_sizes(sizes), generator=generator).to(device=device, dtype=dtype)
     base.requires_grad_(requires_grad)
-    if layout == "transposed":
-        return base.transpose(-1, -2)
-    if layout == "strided":
-        return base[..., ::2]
-    if layout == "offset":
-        return base[5:].view(sizes)
-    if layout == "expanded":
-        return base.expand(sizes)
-    return base
+    return spec.view(base, sizes)
 
 
 def pass_bytes(op, values: dict, output) -> tuple[int, int]:

@@ -49,6 +49,12 @@ def test_a_preset_layout_gives_the_conformance_suites_views_and_their_gradient()
         assert str(e) == "transposed layout does not fit 1 dimensions"
     else:
         raise AssertionError("a transposed 1-d tensor was not refused")
+    try:
+        train_ops_bench.laid_out([4], "diagonal", g, "cpu", torch.float32, False)
+    except ValueError as e:
+        assert str(e) == "unknown layout 'diagonal'; known: transposed, strided, offset, expanded"
+    else:
+        raise AssertionError("an unknown layout was not refused")
 
 
 def _pass_bytes(name, sizes):
