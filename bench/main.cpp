@@ -15,8 +15,10 @@
 #include <benchmark/benchmark.h>
 #include <torch/version.h>
 
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -34,7 +36,20 @@ void print_help() {
   benchmark::PrintDefaultHelp();
 }
 
+// The CPU's model name from /proc/cpuinfo (Linux), so two machines that share a host name
+// ("vm") tell apart in a report; "unknown" where there is none.
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown";
+}
+
 void add_context(const backplane::bench::BackendSelection& selection) {
+  benchmark::AddCustomContext("cpu_model", cpu_model());
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
   benchmark::AddCustomContext("bytes_counted", "minimal traffic: each input read once, each output written once");

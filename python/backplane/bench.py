@@ -128,9 +128,17 @@ def _complete_rows(text: str) -> dict | None:
     return None
 
 
+def machine(ctx: dict) -> str:
+    """A run's machine as reports name it: the host name, and the CPU model where the run
+    recorded one (two machines may share a host name)."""
+    name = f"`{ctx.get('host_name', '?')}`"
+    return f"{name} ({ctx['cpu_model']})" if ctx.get("cpu_model") else name
+
+
 def _run_summary(name, ctx: dict) -> dict:
     """Where and when a run was made, as side_by_side names it."""
-    return {"name": str(name), **{k: ctx.get(k, "?") for k in ("date", "host_name", "num_cpus", "torch_version")}}
+    return {"name": str(name), "machine": machine(ctx),
+            **{k: ctx.get(k, "?") for k in ("date", "num_cpus", "torch_version")}}
 
 
 def merge(runs: dict) -> dict:
@@ -150,6 +158,8 @@ def merge(runs: dict) -> dict:
         merged["context"].update({k: v for k, v in ctx.items() if k.startswith("backend.")})
         for key in ("date", "host_name", "num_cpus", "torch_version", "timing"):
             merged["context"].setdefault(key, ctx.get(key, "?"))
+        if "cpu_model" in ctx:  # runs made before it was recorded have none
+            merged["context"].setdefault("cpu_model", ctx["cpu_model"])
         merged["context"]["runs"].append(_run_summary(name, ctx))
         merged["benchmarks"] += results.get("benchmarks", [])
     return merged
@@ -237,7 +247,7 @@ def side_by_side(results: dict, command: str = "") -> str:
     ctx = results.get("context", {})
     runs = ctx.get("runs") or [_run_summary("this run", ctx)]
     out = [f"### backplane bench: {', '.join(backends)} side by side", ""]
-    out += [f"- {r['name']}: machine `{r['host_name']}`, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
+    out += [f"- {r['name']}: machine {r['machine']}, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
             f"{str(r['date'])[:10]}" for r in runs]
     if command:
         out += ["", f"Command: `{command}`"]
@@ -269,7 +279,7 @@ def markdown(results: dict, command: str = "") -> str:
     backends = sorted({t["backend"] for t in lines})
     plugins = "; ".join(f"{b}: {ctx.get('backend.' + b, '?')}" for b in backends)
     out = [f"### backplane bench: {', '.join(backends)} ({ctx.get('date', '')[:10]})", "",
-           f"Machine `{ctx.get('host_name', '?')}`, {ctx.get('num_cpus', '?')} CPUs; torch "
+           f"Machine {machine(ctx)}, {ctx.get('num_cpus', '?')} CPUs; torch "
            f"{ctx.get('torch_version', '?')}; {ctx.get('timing', '')}. Plugins: {plugins}.", ""]
     if command:
         out += [f"Command: `{command}`", ""]
@@ -381,7 +391,7 @@ def plot(results: dict, path) -> None:
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel("GB/s (1e9 bytes)")
     ctx = results.get("context", {})
-    ax.set_title(f"backplane bench - {ctx.get('host_name', '')} torch {ctx.get('torch_version', '')} {ctx.get('date', '')}",
+    ax.set_title(f"backplane bench - {machine(ctx).replace('`', '')} torch {ctx.get('torch_version', '')} {ctx.get('date', '')}",
                  fontsize=9)
     ax.legend()
     fig.tight_layout()

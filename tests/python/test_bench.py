@@ -114,6 +114,7 @@ def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "mul/cpu/1M_elements_float32" in done.stdout and "x reference" in done.stdout
     assert {r.impl for r in bench.rows(bench.load(out))} == {"backplane", "reference", "copy_"}
+    assert bench.load(out)["context"]["cpu_model"]  # the machine beside its host name
 
 
 def test_markdown_section_names_machine_torch_date_and_command():
@@ -121,6 +122,8 @@ def test_markdown_section_names_machine_torch_date_and_command():
     results["context"].update(host_name="box", num_cpus=2, torch_version="2.14.1", date="2026-11-23T10:00:00")
     text = bench.markdown(results, "backplane bench --ops add")
     assert "Machine `box`, 2 CPUs; torch 2.14.1" in text and "(2026-11-23)" in text
+    results["context"]["cpu_model"] = "Example CPU @ 2.10GHz"
+    assert "Machine `box` (Example CPU @ 2.10GHz), 2 CPUs;" in bench.markdown(results)
     assert "Command: `backplane bench --ops add`" in text
     assert "| add | cpu | 1M_elements | float32 | 6.00 | ±16.7% | 2.0 | 50% | 1.67 |" in text
 
@@ -134,7 +137,9 @@ def test_plot_writes_a_png(tmp_path):
 def test_runs_of_different_backends_side_by_side(tmp_path, capsys):
     cpu, npu = tmp_path / "cpu.json", tmp_path / "npu.json"
     cpu.write_text(json.dumps(_results((5.0, 6.0, 7.0), backend="cpu")))
-    npu.write_text(json.dumps(_results((20.0, 20.0, 20.0), backend="npu")))
+    npu_run = _results((20.0, 20.0, 20.0), backend="npu")
+    npu_run["context"].update(host_name="vm", cpu_model="Example CPU @ 2.10GHz")
+    npu.write_text(json.dumps(npu_run))
     merged = bench.merge({"cpu.json": bench.load(cpu), "npu.json": bench.load(npu)})
     assert {t["backend"] for t in bench.table(merged)} == {"cpu", "npu"}
     assert bench.main(["--input", str(cpu), str(npu), "--side-by-side"]) == 0
@@ -142,6 +147,9 @@ def test_runs_of_different_backends_side_by_side(tmp_path, capsys):
     assert "| op | preset | dtype | cpu µs | cpu % copy_ | cpu × ref | npu µs | npu % copy_ | npu × ref |" in printed
     # one line for the workload, each backend's median, copy fraction and ratio in it
     assert "| add | 1M_elements | float32 | 6.00 | 50% | 1.67 | 20.00 | 50% | 0.50 |" in printed
+    # each run's machine: its CPU model where the run recorded one
+    assert f"- {cpu}: machine `?`, ? CPUs" in printed
+    assert f"- {npu}: machine `vm` (Example CPU @ 2.10GHz), ? CPUs" in printed
     # the command that makes this table again, not one that would print something else
     assert f"Command: `backplane bench --input {cpu} {npu} --side-by-side`" in printed
 
