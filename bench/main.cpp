@@ -52,7 +52,8 @@ void add_context(const backplane::bench::BackendSelection& selection) {
   benchmark::AddCustomContext("cpu_model", cpu_model());
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
-  benchmark::AddCustomContext("bytes_counted", "minimal traffic: each input read once, each output written once");
+  benchmark::AddCustomContext("bytes_counted", "minimal traffic: each input read once (an expanded one: its distinct elements), each output "
+                               "written once");
   benchmark::AddCustomContext("timing", "cpu: wall clock; other devices: device events on the current stream");
   for (const auto& b : selection.selected)
     benchmark::AddCustomContext("backend." + b.name, b.record.path + " (version " + b.record.version + ", key " +

@@ -1,5 +1,6 @@
 #include "op_workloads.h"
 
+#include "distinct_bytes.h"
 #include "result_check.h"
 #include "workload_timing.h"
 
@@ -43,11 +44,12 @@ std::vector<c10::IValue> make_args(const OpDef& op, const OpInputs& shape, c10::
   });
 }
 
-// Each tensor argument read once and each output (or the written argument) written once.
+// Each tensor argument's distinct elements read once (an expanded view: its one row) and
+// each output (or the written argument) written once.
 int64_t traffic_bytes(const OpDef& op, const std::vector<c10::IValue>& args, int64_t* out_elements) {
   int64_t bytes = 0;
   for (const auto& a : args)
-    if (a.isTensor()) bytes += a.toTensor().nbytes();
+    if (a.isTensor()) bytes += distinct_bytes(a.toTensor());
   if (op.writes()) {
     const at::Tensor& written = args[op.arg_index(op.shape.args[0])].toTensor();
     *out_elements = written.numel();

@@ -113,11 +113,16 @@ def pass_bytes(op, values: dict, output) -> tuple[int, int]:
     formulas: the forward reads every Tensor argument and writes the output; the backward
     reads the tensors its formulas name (`grad` and `result` are the output's size) and
     writes each differentiable argument's gradient. A gradient that is `grad` itself moves
-    nothing (no copy is made), unless it must be summed to a smaller input."""
+    nothing (no copy is made), unless it must be summed to a smaller input. A read moves
+    each distinct element once (an expanded view: its one row); a write, every element."""
     def nbytes(t):
         return t.numel() * t.element_size()
 
-    forward = sum(nbytes(values[n]) for n in op.tensor_args) + nbytes(output)
+    def read_bytes(t):
+        distinct = math.prod(size for size, stride in zip(t.shape, t.stride()) if stride != 0)
+        return distinct * t.element_size() if t.numel() else 0
+
+    forward = sum(read_bytes(values[n]) for n in op.tensor_args) + nbytes(output)
     reads, backward = set(), 0
     for arg in op.differentiable:
         formula = op.backward[arg]
@@ -129,7 +134,7 @@ def pass_bytes(op, values: dict, output) -> tuple[int, int]:
         reads |= Formula.parse(formula).names()
         backward += nbytes(values[arg])
     backward += sum(nbytes(output) for n in ("grad", "result") if n in reads)
-    backward += sum(nbytes(values[n]) for n in op.tensor_args if n in reads)
+    backward += sum(read_bytes(values[n]) for n in op.tensor_args if n in reads)
     return forward, backward
 
 

@@ -57,9 +57,10 @@ def test_a_preset_layout_gives_the_conformance_suites_views_and_their_gradient()
         raise AssertionError("an unknown layout was not refused")
 
 
-def _pass_bytes(name, sizes):
+def _pass_bytes(name, sizes, layout=None):
     op = next(o for o in backplane.ops() if o.name == name)
-    values = train_ops_bench.inputs_for(op, {"args": sizes}, "cpu", torch.float32, torch.Generator().manual_seed(0))
+    values = train_ops_bench.inputs_for(op, {"args": sizes, "layout": layout}, "cpu", torch.float32,
+                                        torch.Generator().manual_seed(0))
     args, kwargs = train_ops_bench.call_args(backplane.torch_op(name).default._schema, values)
     output = backplane.torch_op(name)(*args, **kwargs)
     return train_ops_bench.pass_bytes(op, values, output)
@@ -79,6 +80,10 @@ def test_bytes_are_what_each_pass_must_move():
     # ... and with b broadcast, grad * alpha is summed to b's size
     assert _pass_bytes("add", {"a": [4, 6], "b": [6]}) == (2 * N + W, N + W)
     assert _pass_bytes("identity_conv", {"x": [4, 6]}) == (2 * N, 0)
+    # a view reads its elements, once each: every one of a sliced view, one row of an
+    # expanded one; the gradient written is the view's size either way
+    assert _pass_bytes("softmax", {"x": [4, 6]}, "strided") == (2 * N, 3 * N)
+    assert _pass_bytes("softmax", {"x": [4, 6]}, "expanded") == (N + W, 3 * N)
 
 
 def test_a_run_times_the_op_beside_its_baseline_reference_and_compile(tmp_path):
