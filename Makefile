@@ -29,8 +29,7 @@ demo: build
 
 # Every op on the default backends (BACKPLANE_BACKENDS, else cpu): table, JSON and plot.
 bench: build
-	BACKPLANE_PYTHON=$$(cat $(BUILD)/.python) $(BUILD)/bin/backplane bench --repetitions 3 \
-	  --json $(BUILD)/bench.json --plot $(BUILD)/bench.png
+	scripts/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
