@@ -27,38 +27,32 @@ def require_kernel(op_name, *backends):
 
 
 def samples(dtype=torch.float32, device="cpu", per_op=3):
-    """op name -> list of (args, kwargs): the op's first `per_op` registry samples with
-    random values, plus the first again with every Tensor argument of 2 or more
-    dimensions strided (a view of every other column). Ops that do not take `dtype` get
-    no samples for it."""
+    """op name -> list of (args, kwargs): the op's first `per_op` registry samples as
+    backplane.sample_call gives them (sample i drawn from seed i), plus the first again with
+    every Tensor argument of 2 or more dimensions strided (a view of every other column of
+    a tensor twice as wide, holding the same values). Ops that do not take `dtype` get no
+    samples for it."""
     import backplane
 
-    g = torch.Generator().manual_seed(0)
-
-    def tensor(sizes, strided):
-        if strided and len(sizes) >= 2:
-            wide = list(sizes[:-1]) + [sizes[-1] * 2]
-            return torch.randn(wide, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)[..., ::2]
-        return torch.randn(sizes, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)
+    def every_other_column(value):
+        if not isinstance(value, torch.Tensor) or value.dim() < 2:
+            return value
+        wide = value.new_empty(value.shape[:-1] + (2 * value.shape[-1],))
+        wide[..., ::2] = value
+        return wide[..., ::2]
 
     out = {}
     for op in backplane.ops():
         if dtype not in [_DTYPE_NAMES[d] for d in op.dtypes if d in _DTYPE_NAMES]:
             out[op.name] = []
             continue
-        schema = backplane.torch_op(op.name).default._schema
-        chosen = [(s, False) for s in op.samples[:per_op]] + [(op.samples[0], True)]
         cases = []
-        for sample, strided in chosen:
-            args, kwargs = [], {}
-            for arg in schema.arguments:
-                if arg.name not in sample["args"]:
-                    continue  # the schema default
-                value = sample["args"][arg.name]
-                if arg.name in op.tensor_args:
-                    value = tensor(value, strided)
-                (kwargs.__setitem__(arg.name, value) if arg.kwarg_only else args.append(value))
+        for index in range(min(per_op, len(op.samples))):
+            args, kwargs = backplane.sample_call(op, index, dtype=dtype, device=device, seed=index)
             cases.append((tuple(args), kwargs))
+        args, kwargs = cases[0]
+        cases.append((tuple(every_other_column(a) for a in args),
+                      {k: every_other_column(v) for k, v in kwargs.items()}))
         out[op.name] = cases
     return out
 
