@@ -36,24 +36,28 @@ void print_help() {
   benchmark::PrintDefaultHelp();
 }
 
-// The CPU's model name from /proc/cpuinfo (Linux), so two machines that share a host name
-// ("vm") tell apart in a report; "unknown" where there is none.
+// The CPU's model name from /proc/cpuinfo's first "model name" line, so two machines
+// that share a host name ("vm") tell apart in a report; empty where there is none (not
+// Linux, or a processor whose cpuinfo names no model), and then not recorded.
 std::string cpu_model() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("model name", 0) != 0) continue;
     const auto colon = line.find(':');
-    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    if (colon == std::string::npos) continue;
+    const auto begin = line.find_first_not_of(" \t", colon + 1);
+    return begin == std::string::npos ? std::string() : line.substr(begin);
   }
-  return "unknown";
+  return {};
 }
 
 void add_context(const backplane::bench::BackendSelection& selection) {
-  benchmark::AddCustomContext("cpu_model", cpu_model());
+  if (const std::string model = cpu_model(); !model.empty()) benchmark::AddCustomContext("cpu_model", model);
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
-  benchmark::AddCustomContext("bytes_counted", "minimal traffic: each input read once (an expanded one: its distinct elements), each output "
-                               "written once");
+  benchmark::AddCustomContext("bytes_counted",
+                              "minimal traffic: each input read once (an expanded one: its distinct elements), "
+                              "each output written once");
   benchmark::AddCustomContext("timing", "cpu: wall clock; other devices: device events on the current stream");
   for (const auto& b : selection.selected)
     benchmark::AddCustomContext("backend." + b.name, b.record.path + " (version " + b.record.version + ", key " +

@@ -79,7 +79,8 @@ def table(header, lines):
 
 def report(rows, context, errors):
     out = []
-    info = [f"{k}: {context[k]}" for k in ("date", "host_name", "num_cpus", "torch_version", "aten_threads", "values")
+    info = [f"{k}: {context[k]}" for k in ("date", "host_name", "cpu_model", "num_cpus", "torch_version", "aten_threads",
+                                           "values")
             if k in context]
     info += [f"{k}: {v}" for k, v in sorted(context.items()) if k.startswith(("backend.", "skipped."))]
     if info:

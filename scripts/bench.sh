@@ -4,8 +4,11 @@
 #   scripts/bench.sh [BUILD] [backplane bench flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${1:-build}
-shift || true
+BUILD=build
+if [ $# -gt 0 ] && [[ $1 != -* ]]; then
+  BUILD=$1
+  shift
+fi
 python=$(cat "$BUILD/.python")
 source scripts/python_env.sh
 BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench --repetitions 3 --json "$BUILD/bench.json" \

@@ -156,10 +156,10 @@ def merge(runs: dict) -> dict:
                                  f"--compare, or merge runs of different backends")
             owner[backend] = name
         merged["context"].update({k: v for k, v in ctx.items() if k.startswith("backend.")})
+        if not merged["context"]["runs"] and "cpu_model" in ctx:  # the first run's machine, as host_name
+            merged["context"]["cpu_model"] = ctx["cpu_model"]
         for key in ("date", "host_name", "num_cpus", "torch_version", "timing"):
             merged["context"].setdefault(key, ctx.get(key, "?"))
-        if "cpu_model" in ctx:  # runs made before it was recorded have none
-            merged["context"].setdefault("cpu_model", ctx["cpu_model"])
         merged["context"]["runs"].append(_run_summary(name, ctx))
         merged["benchmarks"] += results.get("benchmarks", [])
     return merged

@@ -30,14 +30,19 @@ def samples(dtype=torch.float32, device="cpu", per_op=3):
     """op name -> list of (args, kwargs): the op's first `per_op` registry samples as
     backplane.sample_call gives them (sample i drawn from seed i), plus the first again with
     every Tensor argument of 2 or more dimensions strided (a view of every other column of
-    a tensor twice as wide, holding the same values). Ops that do not take `dtype` get no
+    a tensor twice as wide, holding the same values; NaN between them). Ops that do not take `dtype` get no
     samples for it."""
     import backplane
 
     def every_other_column(value):
-        if not isinstance(value, torch.Tensor) or value.dim() < 2:
+        """A view of value's values, every other column of a base whose other columns are
+        NaN (a kernel that reads them fails every time); a copy of value where it has fewer
+        than 2 dimensions, so an in-place op on the first case leaves this one alone."""
+        if not isinstance(value, torch.Tensor):
             return value
-        wide = value.new_empty(value.shape[:-1] + (2 * value.shape[-1],))
+        if value.dim() < 2:
+            return value.clone()
+        wide = value.new_full(value.shape[:-1] + (2 * value.shape[-1],), float("nan"))
         wide[..., ::2] = value
         return wide[..., ::2]
 

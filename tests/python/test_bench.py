@@ -114,7 +114,10 @@ def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "mul/cpu/1M_elements_float32" in done.stdout and "x reference" in done.stdout
     assert {r.impl for r in bench.rows(bench.load(out))} == {"backplane", "reference", "copy_"}
-    assert bench.load(out)["context"]["cpu_model"]  # the machine beside its host name
+    # the machine beside its host name: /proc/cpuinfo's first model name, where it has one
+    models = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+              if line.startswith("model name")] if Path("/proc/cpuinfo").exists() else []
+    assert bench.load(out)["context"].get("cpu_model") == (models[0] if models and models[0] else None)
 
 
 def test_markdown_section_names_machine_torch_date_and_command():
@@ -150,6 +153,10 @@ def test_runs_of_different_backends_side_by_side(tmp_path, capsys):
     # each run's machine: its CPU model where the run recorded one
     assert f"- {cpu}: machine `?`, ? CPUs" in printed
     assert f"- {npu}: machine `vm` (Example CPU @ 2.10GHz), ? CPUs" in printed
+    # the merged context's machine is the first run's, host name and CPU model alike
+    assert bench.machine(merged["context"]) == "`?`"
+    assert bench.machine(bench.merge({"npu.json": bench.load(npu), "cpu.json": bench.load(cpu)})["context"]) == \
+        "`vm` (Example CPU @ 2.10GHz)"
     # the command that makes this table again, not one that would print something else
     assert f"Command: `backplane bench --input {cpu} {npu} --side-by-side`" in printed
 

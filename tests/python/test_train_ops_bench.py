@@ -79,6 +79,8 @@ def test_bytes_are_what_each_pass_must_move():
     # expanded one; the gradient written is the view's size either way
     assert _pass_bytes("softmax", {"x": [4, 6]}, "strided") == (2 * N, 3 * N)
     assert _pass_bytes("softmax", {"x": [4, 6]}, "expanded") == (N + W, 3 * N)
+    # rms_norm's backward reads x and weight again: one row of x, one element of weight
+    assert _pass_bytes("rms_norm", {"x": [4, 6], "weight": [6]}, "expanded") == (N + W + 4, 2 * N + 2 * W + 4)
 
 
 def test_a_run_times_the_op_beside_its_baseline_reference_and_compile(tmp_path):

@@ -1,7 +1,8 @@
 // Grid sizing. Elementwise kernels take one tile per block (blocks_for); row kernels
-// (softmax) take a block per row when rows are many (many_rows), else a grid of exactly the
-// blocks that fit on the device at once (occupancy x multiprocessors) and loop over rows. The device's numbers are read once per device
-// (and per kernel) and cached, so a launch costs no driver query after the first.
+// (softmax) take a block per row when rows are many (many_rows), else a grid of exactly
+// the blocks that fit on the device at once (occupancy x multiprocessors) and loop over
+// rows. The device's numbers are read once per device (and per kernel) and cached, so a
+// launch costs no driver query after the first.
 #pragma once
 
 #include <c10/core/Device.h>

@@ -1,9 +1,9 @@
 // softmax_backward over the last dimension: per row, dot = sum(grad * y), then
 // y * (grad - dot), accumulated in float (double for float64).
 //
-// Two kernels, picked per call, as softmax's forward:
-// - register rows: a block per row (many rows), or a grid of the resident blocks looping
-//   over rows. Each thread loads its kVecs 16-byte vectors of grad and of y at once and
+// Three paths, picked per call, as softmax's forward:
+// - register rows: a block per row (many rows of more than 256 vectors), or a grid of
+//   the resident blocks looping over rows. Each thread loads its kVecs 16-byte vectors of grad and of y at once and
 //   keeps them in registers, so each is read from memory once: block sum of grad * y,
 //   then the result stored. Needs contiguous rows of whole vectors, 16-byte aligned, and
 //   at most kMaxThreads * kMaxVecs vectors a row (16384 float32, 32768 bfloat16).
@@ -12,7 +12,7 @@
 //   writes each chunk's partial dot product, a second sums a row's partials (in the same
 //   order in every block, so each row gets one dot) and writes the chunk. A block per row
 //   would leave most multiprocessors idle: 32 rows of 32000 float32 took 48.7 us on an
-//   H100 that way, against 72.5 us for 4096 rows of 4096.
+//   H100 that way, two thirds of the time of 4096 rows of 4096 (72.5 us then).
 // - two passes (anything else: longer rows, odd lengths, misaligned rows): one 256-thread
 //   block per row, the dot product, then the write; the second pass mostly reads from L2.
 // Non-contiguous grad or y is made contiguous first (one copy each).
@@ -192,10 +192,10 @@ void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Ten
   const c10::DeviceIndex device = out.device().index();
   // About 256 threads a row where that covers it; longer rows take more threads (up to
   // 1024) before more vectors per thread. Many rows of more than 256 vectors take a block
-  // per row, as softmax's forward; with the same vectors a thread (4 a thread cost
-  // bfloat16 rows of 4096 half their speed, 36 -> 55 us). Measured on an H100 from CUDA
+  // per row, as softmax's forward, with the same vectors a thread (4 a thread made
+  // bfloat16 rows of 4096 1.5 times slower, 36 -> 55 us). Measured on an H100 from CUDA
   // graphs (bench/RESULTS.md), against the grid of resident blocks looping over rows:
-  // 4096x4096 float32 71.2 -> 68.1 us, 1024x16384 float32 74.1 -> 70.3, bfloat16 36.2 -> 35.3.
+  // 4096x4096 float32 71.2 -> 68.0 us, bfloat16 36.2 -> 35.3; 1024x16384 float32 74.1 -> 70.3.
   const bool one_block_per_row = many_rows(rows, device);
   if (!vectors && rows < multiprocessor_count(device) && n >= kSplitMinRow) {
     launch_split_rows<scalar_t>(grad, y, o, rows, n, out, stream);

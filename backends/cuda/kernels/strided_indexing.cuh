@@ -121,6 +121,8 @@ struct LinearOffsets {
   using Offsets = at::detail::Array<index_t, N>;
 
   explicit LinearOffsets(const StridedLayout<N>& layout) {
+    TORCH_INTERNAL_ASSERT(layout.ndim == 1 && layout.fits_32bit(),
+                          "LinearOffsets takes a one-dimensional, 32-bit layout");
     for (int k = 0; k < N; ++k) strides[k] = static_cast<index_t>(layout.strides[0][k]);
   }
 
