@@ -62,6 +62,24 @@ def samples(dtype=torch.float32, device="cpu", per_op=3):
     return out
 
 
+def differentiable_call(op, args, kwargs, differentiable):
+    """(fn, inputs) for torch.autograd.gradcheck of the call op(*args, **kwargs): inputs are
+    copies, requiring grad, of its Tensor arguments named in `differentiable` (those with a
+    registry backward), positional or keyword alike; fn(*inputs) makes the call with them
+    in their places and every other argument as given."""
+    names = [a.name for a in op._schema.arguments]
+    positional = names[:len(args)]
+    named = dict(zip(positional, args)) | kwargs
+    grad_names = [n for n in names if n in differentiable and isinstance(named.get(n), torch.Tensor)]
+    inputs = tuple(named[n].detach().clone().requires_grad_() for n in grad_names)
+
+    def fn(*grads):
+        values = {**named, **dict(zip(grad_names, grads))}
+        return op(*(values[n] for n in positional), **{n: values[n] for n in kwargs})
+
+    return fn, inputs
+
+
 def results(op, returned, args, kwargs):
     """The tensors a call of `op` (an OpOverload or OpOverloadPacket) produced: its new
     outputs (one, or several for ops such as rms_norm_backward), else the argument it

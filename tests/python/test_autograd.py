@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import backplane
-from samples import op_names, require_kernel, results, samples
+from samples import differentiable_call, op_names, require_kernel, results, samples
 
 
 def _first_sample(op_name):
@@ -32,15 +32,14 @@ def test_gradcheck_where_the_registry_has_a_backward(op_name):
     if not _has_backward(op_name):
         pytest.skip(f"{op_name} has no backward: in the registry")
     op = getattr(torch.ops.backplane, op_name).default
-    # Only the arguments with a formula require grad (rotary's cos and sin are caches).
-    differentiable = _differentiable(op_name)
-    names = [a.name for a in op._schema.arguments]
+    # Only the arguments with a formula require grad (rotary's cos and sin are caches),
+    # passed positionally or by keyword.
     for args, kwargs in samples(torch.float64)[op_name]:
-        if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+        if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in [*args, *kwargs.values()]):
             continue
-        inputs = tuple(a.detach().clone().requires_grad_(names[i] in differentiable)
-                       if isinstance(a, torch.Tensor) else a for i, a in enumerate(args))
-        assert torch.autograd.gradcheck(lambda *t: op(*t, **kwargs), inputs, eps=1e-6, atol=1e-5)
+        fn, inputs = differentiable_call(op, args, kwargs, _differentiable(op_name))
+        assert inputs, f"{op_name}: no Tensor argument with a backward in the sample"
+        assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5)
 
 
 def test_double_backward_is_refused():
