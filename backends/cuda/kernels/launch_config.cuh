@@ -19,6 +19,10 @@
 
 namespace backplane::cuda {
 
+constexpr int kWarpSize = 32;
+// CUDA's limit on a block's threads.
+constexpr int kMaxBlockThreads = 1024;
+
 // 8 warps: enough to hide a block's barrier, small enough for 8 resident blocks per SM.
 constexpr int kBlockThreads = 256;
 
@@ -65,16 +69,19 @@ inline int64_t resident_threads(c10::DeviceIndex device) {
          multiprocessor_count(device);
 }
 
-// Blocks of `threads` threads of `kernel` resident on the whole device at once. Call it
-// from a function template instantiated per kernel, with a static cache of its own.
-// The current device must be `device` (the caller holds a CUDAGuard).
-template <typename Kernel>
-int resident_blocks(PerDeviceCache& cache, c10::DeviceIndex device, Kernel kernel, int threads) {
-  return cache.get(device, [&] {
+// Blocks for a kernel that loops over `rows` rows: the blocks of `threads` threads (whole
+// warps) of Kernel resident on the whole device at once, at most one a row. The occupancy
+// is read from the driver once per kernel, thread count and device. The current device
+// must be `device` (the caller holds a CUDAGuard).
+template <auto Kernel>
+int64_t resident_row_blocks(c10::DeviceIndex device, int threads, int64_t rows) {
+  static std::array<PerDeviceCache, kMaxBlockThreads / kWarpSize + 1> cache;
+  const int blocks = cache.at(static_cast<size_t>(threads / kWarpSize)).get(device, [&] {
     int per_sm = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, 0));
     return std::max(per_sm, 1) * multiprocessor_count(device);
   });
+  return std::min<int64_t>(rows, blocks);
 }
 
 // Whether rows are many enough (at least 4 a multiprocessor) that a block per row beats a

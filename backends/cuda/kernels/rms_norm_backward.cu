@@ -211,9 +211,7 @@ __global__ void __launch_bounds__(kColumns* kSlices)
 template <auto Kernel, typename scalar_t>
 at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor& x, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
-  static std::array<PerDeviceCache, kMaxThreads / kWarpSize + 1> resident;
-  const int64_t grid =
-      std::min<int64_t>(p.rows, resident_blocks(resident.at(threads / kWarpSize), x.device().index(), Kernel, threads));
+  const int64_t grid = resident_row_blocks<Kernel>(x.device().index(), threads, p.rows);
   at::Tensor partial = at::empty({grid, p.n}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   p.partial = partial.mutable_data_ptr<acc_t>();
   Kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);

@@ -3,11 +3,11 @@
 // of additions is fixed, so a row's result is the same on every run.
 #pragma once
 
+#include "launch_config.cuh"
+
 #include <cstdint>
 
 namespace backplane::cuda {
-
-constexpr int kWarpSize = 32;
 
 // Threads for a row kernel: `threads` rounded up to whole warps (the block reductions
 // below need a multiple of 32).

@@ -153,12 +153,9 @@ __global__ void __launch_bounds__(kThreePassThreads)
 template <typename scalar_t, int kVecs>
 void launch_register_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t n, int64_t nvec,
                           c10::DeviceIndex device, cudaStream_t stream, bool one_block_per_row) {
-  static std::array<PerDeviceCache, kMaxThreads / kWarpSize + 1> resident;
+  constexpr auto kernel = register_rows_kernel<scalar_t, kVecs>;
   const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
-  const auto kernel = register_rows_kernel<scalar_t, kVecs>;
-  const int64_t grid = one_block_per_row ? rows
-                                         : std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize),
-                                                                                   device, kernel, threads));
+  const int64_t grid = one_block_per_row ? rows : resident_row_blocks<kernel>(device, threads, rows);
   kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(x, y, rows, n);
 }
 
@@ -172,8 +169,8 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
   const bool vectors =
       n % V == 0 && is_vector_aligned(x) && is_vector_aligned(y) && nvec <= kMaxThreads * kMaxVecs<scalar_t>;
   const c10::DeviceIndex device = out.device().index();
-  // Many rows (many_rows: at least 4 a multiprocessor) of up to 4 vectors
-  // a thread: a block per row, 4 vectors a thread, and the block scheduler overlaps one
+  // Many rows (many_rows: at least 4 a multiprocessor) of up to 4 vectors a thread: a
+  // block per row, 4 vectors a thread, and the block scheduler overlaps one
   // block's reductions with the next one's loads. Measured on an H100 from CUDA graphs
   // (bench/RESULTS.md), against the grid of resident blocks looping over rows with 2
   // vectors a thread: 4096x4096 float32 51.0 -> 47.5 us, bfloat16 32.3 -> 26.1; 2048x8192

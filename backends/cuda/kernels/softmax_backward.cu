@@ -3,9 +3,9 @@
 //
 // Three paths, picked per call, as softmax's forward:
 // - register rows: a block per row (many rows of more than 256 vectors), or a grid of
-//   the resident blocks looping over rows. Each thread loads its kVecs 16-byte vectors of grad and of y at once and
-//   keeps them in registers, so each is read from memory once: block sum of grad * y,
-//   then the result stored. Needs contiguous rows of whole vectors, 16-byte aligned, and
+//   the resident blocks looping over rows. Each thread loads its kVecs 16-byte vectors
+//   of grad and of y at once and keeps them in registers, so each is read from memory
+//   once: block sum of grad * y, then the result stored. Needs contiguous rows of whole vectors, 16-byte aligned, and
 //   at most kMaxThreads * kMaxVecs vectors a row (16384 float32, 32768 bfloat16).
 // - split rows (rows the register kernel cannot take, fewer rows than multiprocessors,
 //   at least kSplitMinRow long): each row cut into chunks, a block per chunk. One kernel
@@ -170,12 +170,9 @@ void launch_split_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, i
 template <typename scalar_t, int kVecs>
 void launch_register_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t rows, int64_t n,
                           int64_t nvec, c10::DeviceIndex device, cudaStream_t stream, bool one_block_per_row) {
-  static std::array<PerDeviceCache, kMaxWarps + 1> resident;
+  constexpr auto kernel = register_rows_kernel<scalar_t, kVecs>;
   const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
-  const auto kernel = register_rows_kernel<scalar_t, kVecs>;
-  const int64_t grid = one_block_per_row ? rows
-                                         : std::min<int64_t>(rows, resident_blocks(resident.at(threads / kWarpSize),
-                                                                                   device, kernel, threads));
+  const int64_t grid = one_block_per_row ? rows : resident_row_blocks<kernel>(device, threads, rows);
   kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(grad, y, out, rows, n);
 }
 
