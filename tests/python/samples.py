@@ -30,8 +30,8 @@ def samples(dtype=torch.float32, device="cpu", per_op=3):
     """op name -> list of (args, kwargs): the op's first `per_op` registry samples as
     backplane.sample_call gives them (sample i drawn from seed i), plus the first again with
     every Tensor argument of 2 or more dimensions strided (a view of every other column of
-    a tensor twice as wide, holding the same values; NaN between them). Ops that do not take `dtype` get no
-    samples for it."""
+    a tensor twice as wide, holding the same values; NaN between them). Ops that do not
+    take `dtype` get no samples for it."""
     import backplane
 
     def every_other_column(value):

@@ -12,9 +12,10 @@
 //   64-bit indices. An input of at most one vector per thread the device holds at once
 //   (1M float32 elements on an H100) takes vector_per_thread_kernel instead, as aten's
 //   vectorized kernel does for 16-bit types: one vector a thread in 128-thread blocks,
-//   about one wave, 32-bit indices, the vector path first. For 1M bfloat16 elements ncu counts the
-//   same instructions as aten's kernel (241664) and the same duration; 4-vector tiles gave
-//   128 blocks of 80 registers there, 2.39 us of device time against torch.add's 2.00.
+//   about one wave, 32-bit indices, the vector path first. For 1M bfloat16 elements ncu
+//   counts the same instructions as aten's kernel (241664) and the same duration; 4-vector
+//   tiles gave 128 blocks of 80 registers there, 2.39 us of device time against
+//   torch.add's 2.00.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
 //   thread handles kItemsPerThread items (one, in 128-thread blocks, where the items fit
 //   the device's resident threads), all loads issued before the first store, offsets
