@@ -4,7 +4,6 @@
 
 #include <backplane/kernel.h>
 
-#include <ATen/OpMathType.h>
 #include <ATen/ops/mul.h>
 
 namespace backplane::npu {
@@ -12,11 +11,10 @@ namespace backplane::npu {
 void mul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   launch(out.device().index(), "backplane::mul", [a, b, out] {
     at::Tensor host_out = host_view(out);
-    const at::ScalarType opmath = at::toOpMathType(out.scalar_type());
-    if (opmath == out.scalar_type())
-      at::mul_out(host_out, host_view(a), host_view(b));
-    else
-      host_out.copy_(at::mul(host_view(a).to(opmath), host_view(b).to(opmath)));
+    // aten's CPU mul of float16 or bfloat16 rounds float(a) * float(b) once, on its
+    // vectorized and scalar paths alike: what a float copy of each input would give,
+    // without the copies (the 64M bfloat16 mul ran at 0.81x aten's op through them).
+    at::mul_out(host_out, host_view(a), host_view(b));
   });
 }
 
