@@ -9,23 +9,39 @@ import time
 import torch
 
 
+def _batch_ms(fn, device, reps):
+    """Milliseconds per call over one batch of `reps` calls."""
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / reps
+    begin = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - begin) * 1e3 / reps
+
+
+def interleaved_device_ms(fns, device, reps=50, rounds=7):
+    """Median milliseconds per call of each fn in the dict `fns` (name -> fn), over
+    `rounds` rounds in which every fn times one batch of `reps` calls, in turn, the
+    order reversed every other round. Variants compared side by side so share whatever
+    the device does during the run (clocks, other work): a few percent that timing one
+    after the other could put on one of them."""
+    for fn in fns.values():
+        for _ in range(5):
+            fn()
+    times = {name: [] for name in fns}
+    order = list(fns.items())
+    for r in range(rounds):
+        for name, fn in (order if r % 2 == 0 else reversed(order)):
+            times[name].append(_batch_ms(fn, device, reps))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def device_ms(fn, device, reps=50, rounds=7):
     """Median milliseconds per call of fn on device, over `rounds` batches of `reps` calls."""
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(rounds):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(reps):
-                fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / reps)
-        else:
-            begin = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            times.append((time.perf_counter() - begin) * 1e3 / reps)
-    return statistics.median(times)
+    return interleaved_device_ms({"fn": fn}, device, reps, rounds)["fn"]

@@ -26,8 +26,9 @@ differentiable argument, except a gradient that is `grad` itself, which moves no
 and sin caches 4 times; softmax 5; add 5; identity_conv 2). These are the least the
 registry's formulas must move: PyTorch's add skips the multiply by alpha = 1.
 --forward-only times the forward alone.
-Times: CUDA events around a batch of calls, median of several batches, after a warm-up (the
-CPU: wall clock).
+Times: CUDA events around a batch of 10 calls (the CPU: wall clock), after a warm-up; each
+variant's median over 15 rounds in which the variants take their batches in turn, so a
+drift of the device's speed falls on all of them alike.
 
 --cuda-graph replays each variant's step from a CUDA graph (captured after a warm-up on a
 side stream): one launch a step, so the time is the device's and not the host's. Without
@@ -50,7 +51,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import backplane  # noqa: E402
 from backplane.formula import Formula  # noqa: E402
-from device_timer import device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
+from device_timer import device_ms, interleaved_device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 
 def chosen_presets(op, shapes: str):
@@ -218,6 +219,12 @@ def median_us(fn, device):
     return device_ms(fn, device, reps=10, rounds=7) * 1e3
 
 
+def interleaved_median_us(fns, device):
+    """Each variant's median microseconds per call, the variants timed in turn each round
+    (device_timer.py), 10 calls a batch."""
+    return {name: ms * 1e3 for name, ms in interleaved_device_ms(fns, device, reps=10, rounds=15).items()}
+
+
 def fwd_bwd(forward, inputs):
     out = forward()
     grad = torch.ones_like(out)
@@ -313,7 +320,7 @@ def main(argv=None) -> int:
                 steps = {name: fwd_bwd(fn, inputs) for name, fn in variants.items()}
             calls = args.graph_calls if args.cuda_graph else 1
             timed = {name: graphed(step, calls) for name, step in steps.items()} if args.cuda_graph else steps
-            times = {name: median_us(step, args.device) / calls for name, step in timed.items()}
+            times = {name: us / calls for name, us in interleaved_median_us(timed, args.device).items()}
             if args.profile:  # after every timing: the profiler slows the launches that follow it
                 to_profile.append((f"{op} {shape} {dtype_name}", steps["backplane"]))
             best_torch = min(t for name, t in times.items() if name != "backplane")

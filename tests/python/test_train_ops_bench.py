@@ -122,3 +122,14 @@ def test_a_variant_that_disagrees_is_reported_not_timed():
     # the same values, a gradient of zero
     wrong_gradient = {**right, "reference": lambda: torch.softmax(x, -1).detach() + 0 * x}
     assert train_ops_bench.disagreements(wrong_gradient, (x,)).startswith("reference's gradient 0 differs from backplane's: ")
+
+
+def test_variants_are_timed_in_turn_each_round():
+    from device_timer import interleaved_device_ms
+
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    medians = interleaved_device_ms(fns, "cpu", reps=2, rounds=3)
+    assert sorted(medians) == ["a", "b", "c"] and all(ms >= 0 for ms in medians.values())
+    timed = calls[3 * 5:]  # after each fn's 5 warm-up calls
+    assert timed == ["a", "a", "b", "b", "c", "c", "c", "c", "b", "b", "a", "a", "a", "a", "b", "b", "c", "c"]
