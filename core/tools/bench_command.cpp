@@ -84,9 +84,14 @@ int bench_command(const Options& options) {
   if (!backends.empty()) args.push_back("--backends=" + backends);
   if (!ops.empty()) args.push_back("--ops=" + ops);
   std::string repetitions = "5";
-  for (size_t i = 0; i + 1 < options.rest.size(); i += 2) {
+  for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& flag = options.rest[i];
-    const std::string& value = options.rest[i + 1];
+    if (flag == "--interleave") {  // the one flag without a value the engine takes
+      args.push_back("--benchmark_enable_random_interleaving=true");
+      continue;
+    }
+    if (i + 1 == options.rest.size()) break;  // the parser gives every other flag its value
+    const std::string& value = options.rest[++i];
     if (flag == "--json") {
       args.push_back("--benchmark_out=" + value);
       args.push_back("--benchmark_out_format=json");

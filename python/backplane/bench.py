@@ -409,6 +409,9 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default="", help="registry bench presets by name (default: all)")
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--min-time", type=float, help="least seconds per repetition (Google Benchmark's default 0.5)")
+    p.add_argument("--interleave", action="store_true",
+                   help="run the repetitions of all rows in a random order (Google Benchmark's random "
+                        "interleaving), so a drift of the machine's speed falls on every row alike")
     p.add_argument("--json", help="write Google Benchmark's JSON here")
     p.add_argument("--input", nargs="+", metavar="RUN.json",
                    help="read results from these JSON files instead of running (several: their backends side by side)")
@@ -428,6 +431,8 @@ def main(argv=None) -> int:
             return 2
     else:
         extra = [f"--min-time={args.min_time}"] if args.min_time else []
+        if args.interleave:
+            extra.append("--benchmark_enable_random_interleaving=true")
         results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
                       extra=extra)
     # A run: the command that measured it (without the view flags). Runs read back with

@@ -120,6 +120,24 @@ def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
     assert bench.load(out)["context"].get("cpu_model") == (models[0] if models and models[0] else None)
 
 
+def test_interleave_reaches_the_engine_from_both_commands(tmp_path, monkeypatch):
+    # The C++ command: --interleave takes no value, and the flags after it keep theirs.
+    out = tmp_path / "i.json"
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "mul", "--dtypes", "float32",
+                           "--shapes", "1M_elements", "--interleave", "--repetitions", "3", "--json", str(out),
+                           *QUICK[0].split("=")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = bench.rows(bench.load(out))
+    assert {r.impl for r in rows} == {"backplane", "reference", "copy_"} and all(len(r.times_us) == 3 for r in rows)
+    # The Python command hands the engine Google Benchmark's flag.
+    seen = {}
+    monkeypatch.setattr(bench, "run", lambda *a, **k: seen.update(k) or bench.load(out))
+    assert bench.main(["--backends", "cpu", "--interleave"]) == 0
+    assert "--benchmark_enable_random_interleaving=true" in seen["extra"]
+    bench.main(["--backends", "cpu"])
+    assert "--benchmark_enable_random_interleaving=true" not in seen["extra"]
+
+
 def test_markdown_section_names_machine_torch_date_and_command():
     results = _results((5.0, 6.0, 7.0))
     results["context"].update(host_name="box", num_cpus=2, torch_version="2.14.1", date="2026-11-23T10:00:00")
