@@ -1,6 +1,6 @@
 """The device timer the Python benchmarks share: CUDA events on a GPU, the wall clock
-elsewhere (every npu and cpu op here returns with its work done or queued on a stream
-the next call orders after, so the wall clock over a batch is the device's time)."""
+elsewhere, from a synchronize to a synchronize (an npu op returns with its work queued on
+a stream; a cpu op with its work done)."""
 from __future__ import annotations
 
 import statistics
@@ -19,18 +19,21 @@ def _batch_ms(fn, device, reps):
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / reps
+    sync = (lambda: None) if device == "cpu" else getattr(torch, torch.device(device).type).synchronize
+    sync()  # work an earlier batch (another variant's) left queued is not this batch's
     begin = time.perf_counter()
     for _ in range(reps):
         fn()
+    sync()
     return (time.perf_counter() - begin) * 1e3 / reps
 
 
 def interleaved_device_ms(fns, device, reps=50, rounds=7):
     """Median milliseconds per call of each fn in the dict `fns` (name -> fn), over
     `rounds` rounds in which every fn times one batch of `reps` calls, in turn, the
-    order reversed every other round. Variants compared side by side so share whatever
-    the device does during the run (clocks, other work): a few percent that timing one
-    after the other could put on one of them."""
+    order reversed every other round. Timed so, the variants share whatever the device
+    does during the run (its clocks, other work): a few percent that timing one after
+    the other could put on one of them."""
     for fn in fns.values():
         for _ in range(5):
             fn()

@@ -96,19 +96,21 @@ def test_every_op_matches_the_cpu_backend(op_name, dtype, device):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_16bit_add_and_mul_round_once_from_float(dtype):
-    # npu's add (alpha 1) and mul hand 16-bit inputs to aten's CPU op, which must round
-    # float(a) op float(b) once, as the float path does, on its vectorized body and its
-    # scalar tail alike: 65536 + 7 elements whose exponents spread wide.
+    # npu's add (alpha 1) and mul hand 16-bit inputs to aten's CPU op, which must give
+    # float(a) op float(b) rounded to the 16-bit type, as the float path does, on its
+    # vectorized body and its scalar tail alike: 65536 + 7 elements of wide exponents.
     g = torch.Generator().manual_seed(3)
     span = 14 if dtype == torch.float16 else 60
     a, b = ((torch.randn(65543, generator=g) * torch.exp2(torch.randint(-span, span, (65543,), generator=g).float()))
             .to(dtype) for _ in range(2))
-    _same(torch.ops.backplane.add(a.npu(), b.npu()), (a.float() + b.float()).to(dtype))
+    for alpha in (1, 1.0):
+        _same(torch.ops.backplane.add(a.npu(), b.npu(), alpha=alpha), (a.float() + b.float()).to(dtype))
     _same(torch.ops.backplane.mul(a.npu(), b.npu()), (a.float() * b.float()).to(dtype))
-    # Any other alpha: aten's 16-bit op rounds alpha to the 16-bit type (which this data
-    # shows), so npu computes in float.
+    # Any other alpha: aten's 16-bit op rounds alpha to the 16-bit type, so npu computes
+    # in float; on this data the two differ.
     in_float = torch.add(a.float(), b.float(), alpha=2.3).to(dtype)
-    assert not torch.equal(torch.add(a, b, alpha=2.3), in_float)
+    alpha_rounded = torch.add(a.float(), b.float(), alpha=torch.tensor(2.3).to(dtype).item()).to(dtype)
+    assert not torch.equal(alpha_rounded, in_float), "the data no longer tells the two apart"
     _same(torch.ops.backplane.add(a.npu(), b.npu(), alpha=2.3), in_float)
 
 
