@@ -7,14 +7,14 @@ registry: a new op with a `backward:` and `bench:` presets is timed with no code
 
     python bench/train_ops_bench.py --device cuda [--ops rms_norm,softmax] [--shapes NAME,...|all]
         [--dtypes float32,bfloat16] [--json out.json] [--profile] [--cuda-graph [--graph-calls N]]
-        [--forward-only]
+        [--forward-only] [--skip-compile]
 
 Before timing, every variant's output and gradients (for a random output gradient) are
 checked against Backplane's, normwise (wrong results, not rounding); a row that disagrees is
 reported, not timed, and the exit status is 1.
 
 Shapes: the op's `bench:` presets, each in its `layout:` (the conformance suite's views:
-transposed, strided, offset, expanded); by default the largest contiguous one of each op
+transposed, strided, offset, expanded, permuted); by default the largest contiguous one of each op
 (--shapes all: every one; or preset names). --profile also prints, per row, the device
 kernels one forward+backward of the Backplane op runs and their times (torch.profiler).
 
@@ -89,6 +89,7 @@ _LAYOUTS = {
     "strided": _Layout(1, lambda s: s[:-1] + [2 * s[-1]], lambda base, s: base[..., ::2]),
     "offset": _Layout(0, lambda s: [math.prod(s) + 5], lambda base, s: base[5:].view(s)),
     "expanded": _Layout(1, lambda s: [1] + s[1:], lambda base, s: base.expand(s)),
+    "permuted": _Layout(3, lambda s: s[::-1], lambda base, s: base.permute(*reversed(range(len(s))))),
 }
 
 
@@ -96,7 +97,7 @@ def laid_out(sizes, layout, generator, device, dtype, requires_grad) -> torch.Te
     """N(0, 1) values of `sizes` as a view in a preset's `layout`, built as the conformance
     suite builds its inputs: transposed (the last two dimensions swapped), strided (every
     other element of a row twice as long), offset (5 elements into a flat buffer), expanded
-    (one row, expanded). The view requires grad through its base; gradients are taken with
+    (one row, expanded), permuted (a base of the sizes reversed, its dimensions permuted back). The view requires grad through its base; gradients are taken with
     respect to the view."""
     sizes = list(sizes)
     if layout not in _LAYOUTS:
@@ -280,6 +281,8 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true", help="print each Backplane op's kernels (torch.profiler)")
     parser.add_argument("--forward-only", action="store_true", help="time the forward pass alone")
     parser.add_argument("--ops", default="", help="these ops only (default: all)")
+    parser.add_argument("--skip-compile", action="store_true",
+                        help="leave torch.compile out (its compile time dominates a short run: A/B runs of a kernel)")
     parser.add_argument("--cuda-graph", action="store_true", help="time replays of a CUDA graph of each step")
     parser.add_argument("--graph-calls", type=int, default=1,
                         help="with --cuda-graph: calls of the step in each graph (times are per call). Kernels "
@@ -306,7 +309,8 @@ def main(argv=None) -> int:
         for op, shape, forward_bytes, backward_bytes, inputs, variants in workloads(args.device, dtype, args.ops, args.shapes):
             # fullgraph: a graph break inside the formula's evaluation would time eager code
             # under the name of torch.compile; it fails here instead.
-            variants["torch.compile"] = torch.compile(variants["reference"], fullgraph=True)
+            if not args.skip_compile:
+                variants["torch.compile"] = torch.compile(variants["reference"], fullgraph=True)
             wrong = disagreements(variants, inputs)
             if wrong:
                 print(f"{op:<14} {shape:<22} NOT TIMED: {wrong}")

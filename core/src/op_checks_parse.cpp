@@ -195,9 +195,13 @@ class ChecksParser {
 
   std::string layout(const YAML::Node& node) const {
     const std::string name = node.IsScalar() ? node.Scalar() : "";
-    if (!conformance_layout(name) || name == "contiguous")
-      fail(node, "a bench preset's layout is one of: strided, transposed, offset, expanded (contiguous is the "
-                 "default); found '" + name + "'");
+    if (!conformance_layout(name) || name == "contiguous") {
+      std::string known;
+      for (auto l : conformance::kLayouts)
+        if (l != conformance::Layout::Contiguous)
+          known += std::string(known.empty() ? "" : ", ") + conformance::layout_name(l);
+      fail(node, "a bench preset's layout is one of: " + known + " (contiguous is the default); found '" + name + "'");
+    }
     return name;
   }
 

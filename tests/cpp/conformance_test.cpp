@@ -102,6 +102,11 @@ TEST(ConformanceHarness, LayoutsAreWhatTheyClaim) {
   EXPECT_FALSE(make({4, 6}, Layout::Transposed, at::kFloat, dev, 1).is_contiguous());
   EXPECT_EQ(make({4, 6}, Layout::Offset, at::kFloat, dev, 1).storage_offset(), 5);
   EXPECT_EQ(make({4, 6}, Layout::Expanded, at::kFloat, dev, 1).stride(0), 0);
+  const Made permuted = make_in({2, 3, 4}, Layout::Permuted, at::kFloat, dev, 1);
+  EXPECT_EQ(permuted.view.sizes(), at::IntArrayRef({2, 3, 4}));
+  EXPECT_EQ(permuted.view.strides(), at::IntArrayRef({1, 2, 6}));  // the base is [4, 3, 2]
+  EXPECT_TRUE(permuted.view.equal(permuted.base.permute({2, 1, 0})));
+  EXPECT_FALSE(layout_fits(Layout::Permuted, 2));
   EXPECT_TRUE(make({4, 6}, Layout::Strided, at::kHalf, dev, 3).equal(make({4, 6}, Layout::Strided, at::kHalf, dev, 3)));
 }
 

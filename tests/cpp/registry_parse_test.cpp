@@ -74,7 +74,9 @@ TEST(RegistryErrors, TopLevelNotAMapping) {
 TEST(RegistryErrors, BenchPresetLayouts) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
                        "    bench:\n      - {x: [8, 8], layout: sideways}\n"),
-               "test.yaml:7:29", "a bench preset's layout is one of: strided, transposed, offset, expanded");
+               "test.yaml:7:29",
+               "a bench preset's layout is one of: strided, transposed, offset, expanded, permuted (contiguous is "
+               "the default); found 'sideways'");
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
                        "    bench:\n      - {name: flat, x: [8], layout: transposed}\n"),
                "test.yaml:7:9", "bench preset 'flat': argument 'x' has 1 dimension(s), too few for layout 'transposed'");
@@ -82,6 +84,9 @@ TEST(RegistryErrors, BenchPresetLayouts) {
                                             "    bench:\n      - {name: t, x: [8, 8], layout: transposed}\n"),
                                     "test.yaml");
   EXPECT_EQ(r.ops()[0].checks.bench.at(0).layout, "transposed");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                       "    bench:\n      - {name: square, x: [8, 8], layout: permuted}\n"),
+               "test.yaml:7:9", "bench preset 'square': argument 'x' has 2 dimension(s), too few for layout 'permuted'");
 }
 
 TEST(RegistryErrors, UnknownTopLevelKey) {

@@ -44,8 +44,12 @@ def test_a_preset_layout_gives_the_conformance_suites_views_and_their_gradient()
         assert a.requires_grad and not a.is_leaf, layout  # a view of the leaf that gets the gradient
         (grad_a,) = torch.autograd.grad(torch.ops.backplane.add(a, b).sum(), a)
         assert torch.equal(grad_a, torch.ones(2, 3)), layout
+    permuted = train_ops_bench.inputs_for(add, {"args": {"a": [2, 3, 4], "b": [2, 3, 4]}, "layout": "permuted"},
+                                          "cpu", torch.float32, g)
+    assert permuted["a"].shape == (2, 3, 4) and permuted["a"].stride() == (1, 2, 6) == permuted["b"].stride()
     refusals = {"transposed": "transposed layout does not fit 1 dimensions",
-                "diagonal": "unknown layout 'diagonal'; known: transposed, strided, offset, expanded"}
+                "permuted": "permuted layout does not fit 1 dimensions",
+                "diagonal": "unknown layout 'diagonal'; known: transposed, strided, offset, expanded, permuted"}
     for layout, message in refusals.items():
         with pytest.raises(ValueError) as refused:
             train_ops_bench.laid_out([4], layout, g, "cpu", torch.float32, False)
@@ -95,6 +99,16 @@ def test_a_run_times_the_op_beside_its_baseline_reference_and_compile(tmp_path):
     # backward reads grad, x and the weight and writes dx and dweight.
     for r in rows:
         assert abs(r["gbps"] * r["us"] * 1e3 - 8 * 4096 * 4) < 1e-3 * 8 * 4096 * 4, r
+
+
+def test_skip_compile_times_the_rest_without_torch_compile(tmp_path):
+    out = tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_bench.py"), "--device", "cpu", "--dtypes",
+                           "float32", "--ops", "add", "--shapes", "1M_permuted", "--forward-only", "--skip-compile",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["shape"], r["variant"]) for r in rows] == [("1M_permuted", "backplane"), ("1M_permuted", "reference")]
 
 
 def test_a_shape_no_op_has_is_refused_naming_the_known_ones():

@@ -1,6 +1,6 @@
 // The conformance suite: every registry op checked against its registry entry on any
 // backend. The cases derive from the registry alone: each sample in every layout
-// (contiguous, strided, transposed, offset, expanded) and dtype, compared with the
+// (contiguous, strided, transposed, offset, expanded, permuted) and dtype, compared with the
 // entry's `reference` (PyTorch on the CPU); the contract's own errors (dtypes, devices,
 // aliasing, sizes); the entry's `errors`. A new op gets its suite with no code, and a
 // vendor runs exactly what CI runs: `backplane check`, the gtest runner, the scaffold's

@@ -23,9 +23,11 @@ enum class Layout {
   Transposed,  // last two dimensions swapped (needs 2 dimensions)
   Offset,      // contiguous, but starting 5 elements into its storage
   Expanded,    // the first dimension is a stride-0 broadcast (needs 1 dimension)
+  Permuted,    // dimensions in reverse order in memory: the innermost is the outermost in
+               // storage (needs 3 dimensions; for 2 it would be Transposed)
 };
 inline constexpr Layout kLayouts[] = {Layout::Contiguous, Layout::Strided, Layout::Transposed, Layout::Offset,
-                                      Layout::Expanded};
+                                      Layout::Expanded,   Layout::Permuted};
 BACKPLANE_API const char* layout_name(Layout layout);
 // Whether a tensor of `dim` dimensions can take the layout.
 BACKPLANE_API bool layout_fits(Layout layout, int64_t dim);

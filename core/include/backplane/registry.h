@@ -62,7 +62,7 @@ struct BACKPLANE_API OpInputs {
   std::string name;  // as written, or "sizes a=[4, 33] b=[33]" when unnamed
   std::vector<std::pair<std::string, c10::IValue>> args;
   // Bench presets only: the layout every Tensor argument is made in, one of the
-  // conformance suite's (strided, transposed, offset, expanded); empty: contiguous.
+  // conformance suite's (strided, transposed, offset, expanded, permuted); empty: contiguous.
   std::string layout;
   SourceLocation where;
   const c10::IValue* find(std::string_view arg) const;

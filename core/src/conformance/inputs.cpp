@@ -3,6 +3,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <numeric>
 #include <sstream>
 
 namespace backplane::conformance {
@@ -14,6 +15,7 @@ const char* layout_name(Layout layout) {
     case Layout::Transposed: return "transposed";
     case Layout::Offset: return "offset";
     case Layout::Expanded: return "expanded";
+    case Layout::Permuted: return "permuted";
   }
   return "unknown";
 }
@@ -21,6 +23,7 @@ const char* layout_name(Layout layout) {
 bool layout_fits(Layout layout, int64_t dim) {
   switch (layout) {
     case Layout::Transposed: return dim >= 2;
+    case Layout::Permuted: return dim >= 3;
     case Layout::Strided:
     case Layout::Expanded: return dim >= 1;
     default: return true;
@@ -61,6 +64,13 @@ Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::D
       one[0] = 1;
       base = values(one);
       return {base.expand(shape), base};
+    }
+    case Layout::Permuted: {
+      // The base holds the sizes in reverse order; the view permutes them back.
+      std::vector<int64_t> reversed(shape.rbegin(), shape.rend()), order(shape.size());
+      std::iota(order.rbegin(), order.rend(), int64_t{0});
+      base = values(reversed);
+      return {base.permute(order), base};
     }
   }
   TORCH_CHECK(false, "unknown layout");
