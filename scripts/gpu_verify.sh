@@ -10,6 +10,9 @@
 #               the decoder's step time and the HF Llama gradient check
 #   sanitizers  compute-sanitizer memcheck over the CUDA conformance suite, racecheck over
 #               the ops that share memory within a block (SANITIZE_OPS=a,b to narrow it)
+#   cudatests   the CUDA pytest files alone (test_cuda.py, test_cuda_dependent_launch.py)
+#   launch      dependent launch off, then on (BACKPLANE_CUDA_DEPENDENT_LAUNCH=0/1): the kernels
+#               of a few microseconds from CUDA graphs beside aten, then the 64M elementwise rows
 #   test        `make test`, timed
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +52,39 @@ for step in $STEPS; do
       timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 build/bin/backplane check --backends cuda \
         --ops rms_norm,rms_norm_backward,softmax,softmax_backward > "$OUT/racecheck.log" 2>&1
       echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|every implemented" "$OUT/racecheck.log" ;;
+    cudatests)
+      timeout 300 "$P" -m pytest -q -x tests/python/test_cuda.py tests/python/test_cuda_dependent_launch.py \
+        > "$OUT/cudatests.log" 2>&1
+      echo "cudatests rc=$?"; grep -E "passed|failed|Error" "$OUT/cudatests.log" | tail -5 ;;
+    launch)
+      small=1M_elements,1M_transposed,1M_permuted,1M_sliced,1M_broadcast_row,decode_1x4096,decode_32x8192
+      small=$small,decode_128x8192,vocab_32x32000
+      large=64M_elements,64M_transposed,64M_permuted,64M_sliced,64M_broadcast_row
+      for dl in 0 1; do
+        BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl timeout 200 "$P" bench/train_ops_bench.py --device cuda --forward-only \
+          --cuda-graph --graph-calls 20 --ops add,mul,rms_norm,softmax --shapes $small --skip-compile \
+          --dtypes float32,bfloat16,float16 --json "$OUT/graphs_dl$dl.json" > "$OUT/graphs_dl$dl.txt" 2>&1
+        echo "graphs, dependent launch $dl: rc=$?"
+        BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl BACKPLANE_PYTHON=$P timeout 200 build/bin/backplane bench --backends cuda \
+          --ops add,mul --shapes $large --dtypes float32,bfloat16,float16 --repetitions 3 --min-time 0.05 \
+          --interleave --json "$OUT/large_dl$dl.json" > "$OUT/large_dl$dl.txt" 2>&1
+        echo "64M rows, dependent launch $dl: rc=$?"
+      done
+      # One line a row: us of backplane and of PyTorch's best (baseline, else reference), off | on.
+      "$P" - "$OUT/graphs_dl0.json" "$OUT/graphs_dl1.json" <<'PY'
+import json, sys
+runs = [{(r["op"], r["shape"], r["dtype"], r["variant"]): r["us"] for r in json.load(open(f))["rows"]} for f in sys.argv[1:]]
+print(f"{'op':<9} {'shape':<18} {'dtype':<9} {'off: us, x aten':>17} {'on: us, x aten':>17}")
+for op, shape, dtype, variant in (k for k in runs[1] if k[3] == "backplane"):
+    cells = []
+    for run in runs:
+        aten = min(us for (o, s, d, v), us in run.items() if (o, s, d) == (op, shape, dtype) and v != "backplane")
+        ours = run.get((op, shape, dtype, "backplane"), float("nan"))
+        cells.append(f"{ours:8.2f} {aten / ours:6.3f}")
+    print(f"{op:<9} {shape:<18} {dtype:<9} {cells[0]:>17} {cells[1]:>17}")
+PY
+      "$P" -m backplane bench --input "$OUT/large_dl1.json" --compare "$OUT/large_dl0.json" > "$OUT/large_compare.txt" 2>&1
+      grep -E "^\| (add|mul) " "$OUT/large_compare.txt" | head -40 ;;
     test)
       (make test 2>&1; echo "make test rc=$?") > "$OUT/test.log"
       grep -E "^\[test\]|passed|failed|rc=" "$OUT/test.log"; grep -A11 "slowest 10" "$OUT/test.log" ;;

@@ -80,6 +80,34 @@ def test_ops_follow_the_current_stream():
     assert torch.equal(y, torch.ones_like(y))
 
 
+def test_kernels_launched_early_read_what_the_kernel_before_wrote():
+    # A kernel here may start before the one ahead of it in the stream has finished
+    # (dependent launch: backends/cuda/kernels/dependent_launch.cuh) and must wait before it
+    # reads. A chain of ops, each reading the last one's output, queued behind a sleep so
+    # that every launch is in the stream before the kernel ahead of it runs; inputs of
+    # several waves of blocks. Exact where the ops are (powers of two), else within rounding.
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(4096, 4096, device="cuda", generator=g)
+    w = torch.rand(4096, device="cuda", generator=g) + 0.5
+    torch.cuda._sleep(10_000_000)
+    y = x
+    for _ in range(4):
+        y = torch.ops.backplane.identity_conv(y)
+        torch.ops.backplane.scale_(y, 2.0)
+        y = torch.ops.backplane.add(y, y)
+    normed = torch.ops.backplane.rms_norm(y, w, 1e-6)
+    probs = torch.ops.backplane.softmax(normed)
+    dx, dw = torch.ops.backplane.rms_norm_backward(probs, normed, w, 1e-6)
+    torch.cuda.synchronize()
+    assert torch.equal(y, x * 256)
+    ref_normed = torch.nn.functional.rms_norm(y.double(), (4096,), w.double(), 1e-6)
+    ref_probs = torch.softmax(ref_normed, -1)
+    ref_dx, ref_dw = torch.ops.backplane.rms_norm_backward(ref_probs.float(), ref_normed.float(), w, 1e-6)
+    torch.testing.assert_close(normed, ref_normed.float())
+    torch.testing.assert_close(probs, ref_probs.float())
+    torch.testing.assert_close((dx, dw), (ref_dx, ref_dw))
+
+
 def test_cpu_tensor_mixed_in_is_refused():
     with pytest.raises(RuntimeError, match="backplane::add: arguments 'a' and 'b' must be on one device, found cuda:0 and cpu"):
         torch.ops.backplane.add(torch.ones(3, device="cuda"), torch.ones(3))

@@ -31,6 +31,7 @@
 // each element is read and written by one thread, its read first.
 #pragma once
 
+#include "dependent_launch.cuh"
 #include "launch_config.cuh"
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
@@ -132,6 +133,8 @@ __device__ __forceinline__ void apply_scalar(const Func& f, const OutPtrArray<sc
 template <typename scalar_t, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kBlockThreads)
     vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
+  wait_for_previous_grid();
+  allow_next_grid();
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int64_t nvec = (n - head) / V;
@@ -186,6 +189,8 @@ template <typename scalar_t, int kThreads, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kThreads)
     vector_per_thread_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int n, int head,
                              int nvec) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using vec_t = Vec16<scalar_t>;
   const int t = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
   if (t < nvec) {
@@ -210,6 +215,8 @@ template <typename scalar_t, int W, int NOUT, int NIN, typename Calc, typename F
 __global__ void __launch_bounds__(kThreads)
     strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, Calc calc,
                    typename Calc::index_t n) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using index_t = typename Calc::index_t;
   using item_t = Vector<scalar_t, W>;
   item_t* out_w[NOUT];
@@ -270,9 +277,8 @@ template <typename scalar_t, int W, int NOUT, int NIN, int kThreads, int U, type
 void launch_strided_tiles(cudaStream_t stream, const Calc& calc, int64_t n, const OutPtrArray<scalar_t, NOUT>& out,
                           const PtrArray<scalar_t, NIN>& in, const Func& f) {
   const int64_t grid = blocks_for(n, static_cast<int64_t>(kThreads) * U, kMaxGridBlocks);
-  strided_kernel<scalar_t, W, NOUT, NIN, Calc, Func, kThreads, U><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-      f, out, in, calc, static_cast<typename Calc::index_t>(n));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_kernel(strided_kernel<scalar_t, W, NOUT, NIN, Calc, Func, kThreads, U>, static_cast<unsigned>(grid), kThreads,
+                stream, f, out, in, calc, static_cast<typename Calc::index_t>(n));
 }
 
 template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
@@ -355,15 +361,14 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
       constexpr int kThreads = 128;
       const int64_t scalars = n - vectors * kVectorWidth<scalar_t>;
       const int64_t grid = blocks_for(vectors + scalars, kThreads, kMaxGridBlocks);
-      vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func>
-          <<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-              f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head), static_cast<int>(vectors));
+      launch_kernel(vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func>, static_cast<unsigned>(grid),
+                    kThreads, stream, f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head),
+                    static_cast<int>(vectors));
     } else {
       const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
-      vectorized_kernel<scalar_t, NOUT, NIN, Func>
-          <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(f, out_ptrs, in_ptrs, n, head);
+      launch_kernel(vectorized_kernel<scalar_t, NOUT, NIN, Func>, static_cast<unsigned>(grid), kBlockThreads, stream, f,
+                    out_ptrs, in_ptrs, n, head);
     }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
   std::array<const void*, N> ptrs;

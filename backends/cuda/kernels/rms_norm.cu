@@ -17,6 +17,7 @@
 //   over the row with scalar loads (the second mostly from L2).
 // Rows may have any strides in their leading dimensions (padded, offset, expanded):
 // row r starts at rows_of_x.offset(r) in x; y is contiguous, row r at r * n.
+#include "dependent_launch.cuh"
 #include "inv_rms.cuh"
 #include "launch_config.cuh"
 #include "row_indexer.cuh"
@@ -79,6 +80,8 @@ __device__ __forceinline__ acc_t sum_squares(const Vec16<scalar_t>& x) {
 
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(RmsNormParams<scalar_t> p) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int nvec = static_cast<int>(p.n / kVectorWidth<scalar_t>);
@@ -107,6 +110,8 @@ __global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(RmsNormParam
 
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_block_kernel(RmsNormParams<scalar_t> p) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   __shared__ acc_t scratch[2][kMaxRowWarps];
@@ -138,6 +143,8 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_block_kernel(RmsNormP
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_strided_kernel(RmsNormParams<scalar_t> p) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[2][kMaxRowWarps];
   int parity = 0;
@@ -161,14 +168,14 @@ template <typename scalar_t, int kVecs>
 void launch_warp(const RmsNormParams<scalar_t>& p, cudaStream_t stream) {
   const int64_t rows_per_block = kRowThreads / kWarpSize;
   const int64_t grid = blocks_for(p.rows, rows_per_block, kMaxGridBlocks);
-  rms_norm_warp_kernel<scalar_t, kVecs><<<static_cast<unsigned>(grid), kRowThreads, 0, stream>>>(p);
+  launch_kernel(rms_norm_warp_kernel<scalar_t, kVecs>, static_cast<unsigned>(grid), kRowThreads, stream, p);
 }
 
 template <typename scalar_t, int kVecs>
 void launch_block(const RmsNormParams<scalar_t>& p, int64_t nvec, cudaStream_t stream) {
   const int threads = round_up_to_warps((nvec + kVecs - 1) / kVecs);
   const int64_t grid = std::min(p.rows, kMaxGridBlocks);
-  rms_norm_block_kernel<scalar_t, kVecs><<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
+  launch_kernel(rms_norm_block_kernel<scalar_t, kVecs>, static_cast<unsigned>(grid), threads, stream, p);
 }
 
 // True when every row of x starts 16-byte aligned and is whole vectors, and so are
@@ -201,7 +208,7 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
   if (!rows_are_vectors<scalar_t>(x, rows, weight, out) || nvec > kMaxRowThreads * kMaxBlockVecs) {
     const int threads = static_cast<int>(std::min<int64_t>(kMaxRowThreads, round_up_to_warps(n)));
     const int64_t grid = std::min(p.rows, kMaxGridBlocks);
-    rms_norm_strided_kernel<scalar_t><<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
+    launch_kernel(rms_norm_strided_kernel<scalar_t>, static_cast<unsigned>(grid), threads, stream, p);
   } else if (nvec <= 1 * kWarpSize) {
     launch_warp<scalar_t, 1>(p, stream);
   } else if (nvec <= 2 * kWarpSize) {
@@ -217,7 +224,6 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
   } else {
     launch_block<scalar_t, kMaxBlockVecs>(p, nvec, stream);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 // - column sums: dweight[j] = sum over blocks of partial[b][j], rounded once, in a fixed
 //   order, so the result does not depend on timing.
 // Rows may have any strides in their leading dimensions (RowIndexer); dx is contiguous.
+#include "dependent_launch.cuh"
 #include "inv_rms.cuh"
 #include "launch_config.cuh"
 #include "row_indexer.cuh"
@@ -81,6 +82,8 @@ __device__ __forceinline__ void load_row(const BackwardParams<scalar_t>& p, int6
 
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar_t> p) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -156,6 +159,8 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kMaxThreads) strided_rows_kernel(BackwardParams<scalar_t> p) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[2][2 * kMaxWarps];
   acc_t* partial = p.partial + blockIdx.x * p.n;
@@ -191,6 +196,8 @@ constexpr int kSlices = 8;
 template <typename scalar_t, typename acc_t>
 __global__ void __launch_bounds__(kColumns* kSlices)
     column_sums_kernel(const acc_t* partial, int64_t blocks, int64_t n, scalar_t* dweight, int64_t dweight_stride) {
+  wait_for_previous_grid();
+  allow_next_grid();
   __shared__ acc_t sums[kSlices][kColumns + 1];
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
   acc_t s = 0;
@@ -214,8 +221,7 @@ at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor
   const int64_t grid = resident_row_blocks<Kernel>(x.device().index(), threads, p.rows);
   at::Tensor partial = at::empty({grid, p.n}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   p.partial = partial.mutable_data_ptr<acc_t>();
-  Kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_kernel(Kernel, static_cast<unsigned>(grid), threads, stream, p);
   return partial;
 }
 
@@ -268,9 +274,9 @@ void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad
   // `partial` may be freed when this returns: the caching allocator reuses its memory
   // only for work queued after the column sums on this stream.
   const dim3 block(kColumns, kSlices);
-  column_sums_kernel<scalar_t, acc_t><<<static_cast<unsigned>((n + kColumns - 1) / kColumns), block, 0, stream>>>(
-      partial.const_data_ptr<acc_t>(), partial.size(0), n, dweight.mutable_data_ptr<scalar_t>(), dweight.stride(0));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_kernel(column_sums_kernel<scalar_t, acc_t>, static_cast<unsigned>((n + kColumns - 1) / kColumns), block,
+                stream, partial.const_data_ptr<acc_t>(), partial.size(0), n, dweight.mutable_data_ptr<scalar_t>(),
+                dweight.stride(0));
 }
 
 }  // namespace

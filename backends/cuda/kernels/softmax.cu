@@ -14,6 +14,7 @@
 //   256-thread block per row, max, sum of exp(x - max), then write; the second and third
 //   passes mostly read from L2.
 // A non-contiguous x is made contiguous first (one copy).
+#include "dependent_launch.cuh"
 #include "launch_config.cuh"
 #include "row_reduce.cuh"
 #include "vector_access.cuh"
@@ -70,6 +71,8 @@ __device__ __forceinline__ void load_row(const scalar_t* x, int64_t r, int64_t n
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     register_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t rows, int64_t n) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -130,6 +133,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreePassThreads)
     three_pass_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kThreePassThreads / kWarpSize;
   __shared__ acc_t scratch[2][kWarps];
@@ -156,7 +161,7 @@ void launch_register_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t 
   constexpr auto kernel = register_rows_kernel<scalar_t, kVecs>;
   const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
   const int64_t grid = one_block_per_row ? rows : resident_row_blocks<kernel>(device, threads, rows);
-  kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(x, y, rows, n);
+  launch_kernel(kernel, static_cast<unsigned>(grid), threads, stream, x, y, rows, n);
 }
 
 template <typename scalar_t>
@@ -178,7 +183,7 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
   // covers it, longer rows more threads (up to 1024) before more vectors per thread:
   // 64x4096 bfloat16 took 2.86 us so and 3.42 with 4 vectors a thread.
   if (!vectors) {
-    three_pass_kernel<scalar_t><<<static_cast<unsigned>(rows), kThreePassThreads, 0, stream>>>(x, y, n);
+    launch_kernel(three_pass_kernel<scalar_t>, static_cast<unsigned>(rows), kThreePassThreads, stream, x, y, n);
   } else if (nvec <= 256) {
     launch_register_rows<scalar_t, 1>(x, y, rows, n, nvec, device, stream, false);
   } else if (many_rows(rows, device) && nvec <= 4 * kMaxThreads) {
@@ -190,7 +195,6 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
   } else {
     launch_register_rows<scalar_t, kMaxVecs<scalar_t>>(x, y, rows, n, nvec, device, stream, false);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 // - two passes (anything else: longer rows, odd lengths, misaligned rows): one 256-thread
 //   block per row, the dot product, then the write; the second pass mostly reads from L2.
 // Non-contiguous grad or y is made contiguous first (one copy each).
+#include "dependent_launch.cuh"
 #include "launch_config.cuh"
 #include "row_reduce.cuh"
 #include "vector_access.cuh"
@@ -44,6 +45,8 @@ template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     register_rows_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                          scalar_t* __restrict__ out, int64_t rows, int64_t n) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -89,6 +92,8 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kTwoPassThreads)
     two_pass_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y, scalar_t* __restrict__ out,
                     int64_t n) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kTwoPassThreads / kWarpSize;
   __shared__ acc_t scratch[kWarps];
@@ -113,6 +118,8 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kSplitThreads)
     chunk_dot_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                      at::opmath_type<scalar_t>* __restrict__ partial, int64_t n, int64_t chunk, int chunks) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[kSplitThreads / kWarpSize];
   const int64_t row = blockIdx.x / chunks;
@@ -132,6 +139,8 @@ __global__ void __launch_bounds__(kSplitThreads)
     chunk_write_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                        const at::opmath_type<scalar_t>* __restrict__ partial, scalar_t* __restrict__ out, int64_t n,
                        int64_t chunk, int chunks) {
+  wait_for_previous_grid();
+  allow_next_grid();
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t row = blockIdx.x / chunks;
   const int64_t begin = (blockIdx.x % chunks) * chunk;
@@ -160,9 +169,8 @@ void launch_split_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, i
       at::empty({rows * chunks}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   acc_t* p = partial.mutable_data_ptr<acc_t>();
   const auto grid = static_cast<unsigned>(rows * chunks);
-  chunk_dot_kernel<scalar_t><<<grid, kSplitThreads, 0, stream>>>(grad, y, p, n, chunk, chunks);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  chunk_write_kernel<scalar_t><<<grid, kSplitThreads, 0, stream>>>(grad, y, p, out, n, chunk, chunks);
+  launch_kernel(chunk_dot_kernel<scalar_t>, grid, kSplitThreads, stream, grad, y, p, n, chunk, chunks);
+  launch_kernel(chunk_write_kernel<scalar_t>, grid, kSplitThreads, stream, grad, y, p, out, n, chunk, chunks);
 }
 
 // A grid of one block per row, or of the blocks resident at once (cached per kernel,
@@ -173,7 +181,7 @@ void launch_register_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out
   constexpr auto kernel = register_rows_kernel<scalar_t, kVecs>;
   const int threads = std::max(kWarpSize, round_up_to_warps((nvec + kVecs - 1) / kVecs));
   const int64_t grid = one_block_per_row ? rows : resident_row_blocks<kernel>(device, threads, rows);
-  kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(grad, y, out, rows, n);
+  launch_kernel(kernel, static_cast<unsigned>(grid), threads, stream, grad, y, out, rows, n);
 }
 
 template <typename scalar_t>
@@ -197,7 +205,7 @@ void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Ten
   if (!vectors && rows < multiprocessor_count(device) && n >= kSplitMinRow) {
     launch_split_rows<scalar_t>(grad, y, o, rows, n, out, stream);
   } else if (!vectors) {
-    two_pass_kernel<scalar_t><<<static_cast<unsigned>(rows), kTwoPassThreads, 0, stream>>>(grad, y, o, n);
+    launch_kernel(two_pass_kernel<scalar_t>, static_cast<unsigned>(rows), kTwoPassThreads, stream, grad, y, o, n);
   } else if (nvec <= 256) {
     launch_register_rows<scalar_t, 1>(grad, y, o, rows, n, nvec, device, stream, false);
   } else if (nvec <= 2 * kMaxThreads) {
@@ -205,7 +213,6 @@ void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Ten
   } else {
     launch_register_rows<scalar_t, kMaxVecs>(grad, y, o, rows, n, nvec, device, stream, one_block_per_row);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace
