@@ -76,8 +76,9 @@ void run_on_cpu(benchmark::State& state, const Workload& w) {
   for (auto _ : state) w.step();
 }
 
-// `batch`: calls per timed batch, chosen on the row's first run and kept for the rest
-// (Google Benchmark requires every repetition of a row to run the same iterations).
+// `batch`: calls per timed batch, chosen on the row's first run and kept for the rest,
+// also where --interleave builds the row again (Google Benchmark requires every repetition
+// of a row to run the same iterations, and aborts the process otherwise).
 void run_on_device(benchmark::State& state, c10::Device device, const Workload& w, int64_t& batch) {
   const c10::DeviceGuard guard(device);
   DeviceBatchTimer timer(device);
@@ -109,14 +110,14 @@ double& min_time_seconds() {
 }
 
 // Google Benchmark calls a row's function several times (to size the iteration count,
-// then once per repetition), one row after another. The row's inputs (and its result
-// check against the reference, seconds for large shapes) are built on its first call
-// and kept until another row starts: one row's tensors on the device at a time.
+// then once per repetition), one row after another, or in a random order with
+// --interleave. The row's inputs are built on its first call and kept until another row
+// starts: one row's tensors on the device at a time. Interleaved, a row is built again
+// each time it comes round (its result check runs on the first build only).
 struct CurrentRow {
   std::string name;
   std::shared_ptr<const Workload> workload;
   std::string error;  // building it failed: every call reports the same
-  int64_t batch = 0;  // device rows: calls per timed batch, fixed on the first run
 };
 CurrentRow& current_row() {
   static CurrentRow row;
@@ -142,12 +143,14 @@ CurrentRow& row_for(const std::string& name, c10::Device device, const WorkloadF
 void set_min_time(double seconds) { min_time_seconds() = seconds; }
 
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, device, make = std::move(make)](benchmark::State& state) {
+  auto batch = std::make_shared<int64_t>(0);  // device rows: calls per timed batch, fixed on the first run
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, device, make = std::move(make),
+                                                        batch](benchmark::State& state) {
     try {
       CurrentRow& row = row_for(name, device, make);
       const Workload& w = *row.workload;
       if (device.is_cpu()) run_on_cpu(state, w);
-      else run_on_device(state, device, w, row.batch);
+      else run_on_device(state, device, w, *batch);
       state.SetBytesProcessed(state.iterations() * w.bytes);
       state.SetItemsProcessed(state.iterations() * w.elements);
       state.SetLabel(w.label);

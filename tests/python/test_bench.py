@@ -138,6 +138,20 @@ def test_interleave_reaches_the_engine_from_both_commands(tmp_path, monkeypatch)
     assert "--benchmark_enable_random_interleaving=true" not in seen["extra"]
 
 
+def test_interleaved_device_rows_keep_their_batch_and_are_checked(tmp_path):
+    # Interleaved, a row is built again each time it comes round. A device row's calls per
+    # batch must stay what its first run chose (Google Benchmark aborted the process when
+    # repetitions of a row ran different iterations); npu rows time batches as cuda's do.
+    out = tmp_path / "i.json"
+    done = subprocess.run([str(CLI), "bench", "--backends", "npu", "--ops", "add", "--dtypes", "float32",
+                           "--shapes", "1M_elements,1M_permuted", "--interleave", "--repetitions", "3", "--json",
+                           str(out), *QUICK[0].split("=")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = bench.rows(bench.load(out))
+    assert len(rows) == 6 and all(len(r.times_us) == 3 for r in rows), [(r.impl, r.shape, r.times_us) for r in rows]
+    assert {r.shape for r in rows} == {"1M_elements", "1M_permuted"}
+
+
 def test_markdown_section_names_machine_torch_date_and_command():
     results = _results((5.0, 6.0, 7.0))
     results["context"].update(host_name="box", num_cpus=2, torch_version="2.14.1", date="2026-11-23T10:00:00")

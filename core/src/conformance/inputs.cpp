@@ -32,9 +32,12 @@ bool layout_fits(Layout layout, int64_t dim) {
 
 Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
   auto gen = at::detail::createCPUGenerator(seed);
-  auto values = [&](at::IntArrayRef s) {
+  return make_in(sizes, layout, [&](at::IntArrayRef s) {
     return at::randn(s, gen, at::TensorOptions().dtype(at::kDouble)).to(device, dtype);
-  };
+  });
+}
+
+Made make_in(at::IntArrayRef sizes, Layout layout, const std::function<at::Tensor(at::IntArrayRef)>& values) {
   std::vector<int64_t> shape = sizes.vec();
   const int64_t numel = c10::multiply_integers(shape);
   TORCH_CHECK(layout_fits(layout, static_cast<int64_t>(shape.size())), layout_name(layout), " layout does not fit ",
