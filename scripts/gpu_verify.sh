@@ -57,21 +57,29 @@ for step in $STEPS; do
         > "$OUT/cudatests.log" 2>&1
       echo "cudatests rc=$?"; grep -E "passed|failed|Error" "$OUT/cudatests.log" | tail -5 ;;
     launch)
+      # Each row's us beside PyTorch's (aten) in one process, off then on. Small kernels from
+      # CUDA graphs of 20 calls (bfloat16 again last: the first rows of a process can read
+      # slow), the 64M rows from the stream; then the host cost of a call.
       small=1M_elements,1M_transposed,1M_permuted,1M_sliced,1M_broadcast_row,decode_1x4096,decode_32x8192
       small=$small,decode_128x8192,vocab_32x32000
       large=64M_elements,64M_transposed,64M_permuted,64M_sliced,64M_broadcast_row
       for dl in 0 1; do
-        BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl timeout 200 "$P" bench/train_ops_bench.py --device cuda --forward-only \
-          --cuda-graph --graph-calls 20 --ops add,mul,rms_norm,softmax --shapes $small --skip-compile \
-          --dtypes float32,bfloat16,float16 --json "$OUT/graphs_dl$dl.json" > "$OUT/graphs_dl$dl.txt" 2>&1
-        echo "graphs, dependent launch $dl: rc=$?"
-        BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl BACKPLANE_PYTHON=$P timeout 200 build/bin/backplane bench --backends cuda \
-          --ops add,mul --shapes $large --dtypes float32,bfloat16,float16 --repetitions 3 --min-time 0.05 \
-          --interleave --json "$OUT/large_dl$dl.json" > "$OUT/large_dl$dl.txt" 2>&1
+        export BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl
+        timeout 120 "$P" bench/train_ops_bench.py --device cuda --forward-only --cuda-graph --graph-calls 20 \
+          --ops add,mul,rms_norm,softmax --shapes $small --skip-compile --dtypes bfloat16,float16,float32,bfloat16 \
+          --json "$OUT/small_dl$dl.json" > "$OUT/small_dl$dl.txt" 2>&1
+        echo "small kernels from graphs, dependent launch $dl: rc=$?"
+        timeout 150 "$P" bench/train_ops_bench.py --device cuda --forward-only --ops add,mul --shapes $large \
+          --skip-compile --dtypes bfloat16,float16,float32 --json "$OUT/large_dl$dl.json" > "$OUT/large_dl$dl.txt" 2>&1
         echo "64M rows, dependent launch $dl: rc=$?"
+        timeout 60 "$P" bench/host_cost.py --device cuda --rounds 11 --ops add,rms_norm,rms_norm_backward \
+          > "$OUT/host_cost_dl$dl.txt" 2>&1
+        echo "host cost, dependent launch $dl: rc=$?"
       done
-      # One line a row: us of backplane and of PyTorch's best (baseline, else reference), off | on.
-      "$P" - "$OUT/graphs_dl0.json" "$OUT/graphs_dl1.json" <<'PY'
+      unset BACKPLANE_CUDA_DEPENDENT_LAUNCH
+      # One line a row: us of backplane and x PyTorch's best (baseline, else reference), off | on.
+      for size in small large; do
+        "$P" - "$OUT/${size}_dl0.json" "$OUT/${size}_dl1.json" <<'PY'
 import json, sys
 runs = [{(r["op"], r["shape"], r["dtype"], r["variant"]): r["us"] for r in json.load(open(f))["rows"]} for f in sys.argv[1:]]
 print(f"{'op':<9} {'shape':<18} {'dtype':<9} {'off: us, x aten':>17} {'on: us, x aten':>17}")
@@ -83,8 +91,8 @@ for op, shape, dtype, variant in (k for k in runs[1] if k[3] == "backplane"):
         cells.append(f"{ours:8.2f} {aten / ours:6.3f}")
     print(f"{op:<9} {shape:<18} {dtype:<9} {cells[0]:>17} {cells[1]:>17}")
 PY
-      "$P" -m backplane bench --input "$OUT/large_dl1.json" --compare "$OUT/large_dl0.json" > "$OUT/large_compare.txt" 2>&1
-      grep -E "^\| (add|mul) " "$OUT/large_compare.txt" | head -40 ;;
+      done
+      grep -h -E "^torch.ops|torch.add on" "$OUT/host_cost_dl0.txt" "$OUT/host_cost_dl1.txt" ;;
     test)
       (make test 2>&1; echo "make test rc=$?") > "$OUT/test.log"
       grep -E "^\[test\]|passed|failed|rc=" "$OUT/test.log"; grep -A11 "slowest 10" "$OUT/test.log" ;;
