@@ -58,15 +58,14 @@ for step in $STEPS; do
       echo "cudatests rc=$?"; grep -E "passed|failed|Error" "$OUT/cudatests.log" | tail -5 ;;
     launch)
       # Each row's us beside PyTorch's (aten) in one process, off then on. Small kernels from
-      # CUDA graphs of 20 calls (bfloat16 again last: the first rows of a process can read
-      # slow), the 64M rows from the stream; then the host cost of a call.
+      # CUDA graphs of 20 calls, the 64M rows from the stream; then the host cost of a call.
       small=1M_elements,1M_transposed,1M_permuted,1M_sliced,1M_broadcast_row,decode_1x4096,decode_32x8192
       small=$small,decode_128x8192,vocab_32x32000
       large=64M_elements,64M_transposed,64M_permuted,64M_sliced,64M_broadcast_row
       for dl in 0 1; do
         export BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl
         timeout 120 "$P" bench/train_ops_bench.py --device cuda --forward-only --cuda-graph --graph-calls 20 \
-          --ops add,mul,rms_norm,softmax --shapes $small --skip-compile --dtypes bfloat16,float16,float32,bfloat16 \
+          --ops add,mul,rms_norm,softmax --shapes $small --skip-compile --dtypes bfloat16,float16,float32 \
           --json "$OUT/small_dl$dl.json" > "$OUT/small_dl$dl.txt" 2>&1
         echo "small kernels from graphs, dependent launch $dl: rc=$?"
         timeout 150 "$P" bench/train_ops_bench.py --device cuda --forward-only --ops add,mul --shapes $large \
@@ -77,21 +76,7 @@ for step in $STEPS; do
         echo "host cost, dependent launch $dl: rc=$?"
       done
       unset BACKPLANE_CUDA_DEPENDENT_LAUNCH
-      # One line a row: us of backplane and x PyTorch's best (baseline, else reference), off | on.
-      for size in small large; do
-        "$P" - "$OUT/${size}_dl0.json" "$OUT/${size}_dl1.json" <<'PY'
-import json, sys
-runs = [{(r["op"], r["shape"], r["dtype"], r["variant"]): r["us"] for r in json.load(open(f))["rows"]} for f in sys.argv[1:]]
-print(f"{'op':<9} {'shape':<18} {'dtype':<9} {'off: us, x aten':>17} {'on: us, x aten':>17}")
-for op, shape, dtype, variant in (k for k in runs[1] if k[3] == "backplane"):
-    cells = []
-    for run in runs:
-        aten = min(us for (o, s, d, v), us in run.items() if (o, s, d) == (op, shape, dtype) and v != "backplane")
-        ours = run.get((op, shape, dtype, "backplane"), float("nan"))
-        cells.append(f"{ours:8.2f} {aten / ours:6.3f}")
-    print(f"{op:<9} {shape:<18} {dtype:<9} {cells[0]:>17} {cells[1]:>17}")
-PY
-      done
+      for size in small large; do "$P" bench/train_ops_report.py "$OUT/${size}_dl0.json" "$OUT/${size}_dl1.json"; done
       grep -h -E "^torch.ops|torch.add on" "$OUT/host_cost_dl0.txt" "$OUT/host_cost_dl1.txt" ;;
     test)
       (make test 2>&1; echo "make test rc=$?") > "$OUT/test.log"

@@ -147,3 +147,24 @@ def test_variants_are_timed_in_turn_each_round():
     assert sorted(medians) == ["a", "b", "c"]
     timed = calls[3 * 5:]  # after each fn's 5 warm-up calls
     assert timed == ["a", "a", "b", "b", "c", "c", "c", "c", "b", "b", "a", "a", "a", "a", "b", "b", "c", "c"]
+
+
+def test_report_puts_two_runs_side_by_side(tmp_path):
+    import train_ops_report
+
+    def run(ours, aten, torch_version="2.11.0"):
+        rows = [{"op": "add", "shape": "1M_elements", "dtype": "bfloat16", "variant": variant, "us": us,
+                 "gbps": 6.0 / us, "copy_gbps": 3.0} for variant, us in (("backplane", ours), ("reference", aten))]
+        rows.append({**rows[0], "dtype": "float32"})  # no PyTorch variant timed: an empty cell
+        return {"torch": torch_version, "rows": rows}
+
+    text = train_ops_report.markdown([run(2.0, 2.0), run(1.6, 2.0)])
+    assert "| op | preset | bfloat16 | float32 |" in text
+    assert "| add | 1M_elements | 2.00 → 1.60, 125%, 1.000 → 1.250 |  |" in text
+    assert text.startswith("torch 2.11.0; each cell: µs, % of copy_, × the fastest PyTorch variant (first run → second)")
+    (tmp_path / "a.json").write_text(json.dumps(run(2.0, 3.0)))
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_report.py"), str(tmp_path / "a.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "| add | 1M_elements | 2.00, 100%, 1.500 |  |" in done.stdout, done.stderr
+    assert subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_report.py")], capture_output=True,
+                          timeout=60).returncode == 2
