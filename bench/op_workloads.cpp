@@ -42,10 +42,9 @@ std::vector<c10::IValue> make_args(const OpDef& op, const OpInputs& shape, c10::
   const auto values = [options = at::TensorOptions().dtype(dtype).device(device)](at::IntArrayRef sizes) {
     return at::randn(sizes, options);
   };
+  const auto layout = conformance::layout_named(shape.layout);  // the parser admits only known names
   return op_arguments(op, shape, [&](at::IntArrayRef sizes) {
-    for (auto layout : conformance::kLayouts)
-      if (shape.layout == conformance::layout_name(layout)) return conformance::make_in(sizes, layout, values).view;
-    return values(sizes);
+    return layout ? conformance::make_in(sizes, *layout, values).view : values(sizes);
   });
 }
 

@@ -181,21 +181,16 @@ class ChecksParser {
       for (const auto& [arg, value] : in.args)
         if (value.isIntList() && op_.arg_index(arg) >= 0 &&
             op_.arguments[op_.arg_index(arg)].type()->kind() == c10::TypeKind::TensorType &&
-            !conformance::layout_fits(*conformance_layout(in.layout), static_cast<int64_t>(value.toIntVector().size())))
+            !conformance::layout_fits(*conformance::layout_named(in.layout),
+                                      static_cast<int64_t>(value.toIntVector().size())))
           fail(node, "bench preset '" + in.name + "': argument '" + arg + "' has " +
                          std::to_string(value.toIntVector().size()) + " dimension(s), too few for layout '" + in.layout + "'");
     return in;
   }
 
-  static std::optional<conformance::Layout> conformance_layout(const std::string& name) {
-    for (auto l : conformance::kLayouts)
-      if (name == conformance::layout_name(l)) return l;
-    return std::nullopt;
-  }
-
   std::string layout(const YAML::Node& node) const {
     const std::string name = node.IsScalar() ? node.Scalar() : "";
-    if (!conformance_layout(name) || name == "contiguous") {
+    if (!conformance::layout_named(name) || name == "contiguous") {
       std::string known;
       for (auto l : conformance::kLayouts)
         if (l != conformance::Layout::Contiguous)
@@ -244,6 +239,7 @@ class ChecksParser {
     samples.push_back(all_tensors({}, "zero_dim"));
     samples.push_back(all_tensors({0, 5}, "empty"));
     samples.push_back(all_tensors({1 << 16}, "large"));
+    samples.push_back(all_tensors({2, 3, 33}, "three_d"));  // reaches the permuted layout
   }
 
   const std::string& file_;

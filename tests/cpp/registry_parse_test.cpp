@@ -86,7 +86,8 @@ TEST(RegistryErrors, BenchPresetLayouts) {
   EXPECT_EQ(r.ops()[0].checks.bench.at(0).layout, "transposed");
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
                        "    bench:\n      - {name: square, x: [8, 8], layout: permuted}\n"),
-               "test.yaml:7:9", "bench preset 'square': argument 'x' has 2 dimension(s), too few for layout 'permuted'");
+               "test.yaml:7:9",
+               "bench preset 'square': argument 'x' has 2 dimension(s), too few for layout 'permuted'");
 }
 
 TEST(RegistryErrors, UnknownTopLevelKey) {

@@ -1,5 +1,6 @@
 // Inputs for conformance cases: the same values on every device (drawn on the CPU
-// from a seed, then moved), in the layouts kernels get wrong.
+// from a seed, then moved), in the layouts kernels get wrong. The benchmarks take the same
+// views over values drawn on the device (make_in with a value source).
 #pragma once
 
 #include <backplane/export.h>
@@ -14,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace backplane::conformance {
 
@@ -29,6 +31,8 @@ enum class Layout {
 inline constexpr Layout kLayouts[] = {Layout::Contiguous, Layout::Strided, Layout::Transposed, Layout::Offset,
                                       Layout::Expanded,   Layout::Permuted};
 BACKPLANE_API const char* layout_name(Layout layout);
+// The layout of that name (layout_name's), or nullopt.
+BACKPLANE_API std::optional<Layout> layout_named(std::string_view name);
 // Whether a tensor of `dim` dimensions can take the layout.
 BACKPLANE_API bool layout_fits(Layout layout, int64_t dim);
 
@@ -43,7 +47,8 @@ struct BACKPLANE_API Made {
 BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed);
 // The same views over bases that `values(base_sizes)` makes (its dtype and device), for
 // callers that need no values common to every device (the benchmarks draw on the device).
-BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout, const std::function<at::Tensor(at::IntArrayRef)>& values);
+BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout,
+                           const std::function<at::Tensor(at::IntArrayRef)>& values);
 inline at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
   return make_in(sizes, layout, dtype, device, seed).view;
 }

@@ -20,6 +20,12 @@ const char* layout_name(Layout layout) {
   return "unknown";
 }
 
+std::optional<Layout> layout_named(std::string_view name) {
+  for (Layout l : kLayouts)
+    if (name == layout_name(l)) return l;
+  return std::nullopt;
+}
+
 bool layout_fits(Layout layout, int64_t dim) {
   switch (layout) {
     case Layout::Transposed: return dim >= 2;
