@@ -97,8 +97,9 @@ def laid_out(sizes, layout, generator, device, dtype, requires_grad) -> torch.Te
     """N(0, 1) values of `sizes` as a view in a preset's `layout`, built as the conformance
     suite builds its inputs: transposed (the last two dimensions swapped), strided (every
     other element of a row twice as long), offset (5 elements into a flat buffer), expanded
-    (one row, expanded), permuted (a base of the sizes reversed, its dimensions permuted back). The view requires grad through its base; gradients are taken with
-    respect to the view."""
+    (one row, expanded), permuted (a base of the sizes reversed, its dimensions permuted
+    back). The view requires grad through its base; gradients are taken with respect to the
+    view."""
     sizes = list(sizes)
     if layout not in _LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; known: {', '.join(k for k in _LAYOUTS if k)}")

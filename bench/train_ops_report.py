@@ -6,8 +6,9 @@ by side (an A/B of one build, e.g. BACKPLANE_CUDA_DEPENDENT_LAUNCH=0, then =1).
 One line per op and preset, a column per dtype. A cell gives Backplane's microseconds, its
 percentage of the same run's copy_ bandwidth, and its speed over the fastest PyTorch variant
 of the same run (aten's op, the registry baseline or reference, or torch.compile, whichever
-the run timed; > 1: Backplane is faster). With two runs, each figure is first → second. A
-row a run timed twice (a dtype listed twice) counts as its later pass.
+the run timed; > 1: Backplane is faster). With two runs, each figure is first → second, and
+"-" where a run lacks the row. A row a run timed twice (a dtype listed twice) counts as its
+later pass.
 """
 from __future__ import annotations
 
@@ -37,10 +38,12 @@ def markdown(runs: list[dict]) -> str:
     if not 1 <= len(runs) <= 2:
         raise ValueError(f"one run or two to compare, got {len(runs)}")
     indexed = [_index(run) for run in runs]
-    keys = list(indexed[-1])
+    keys = [k for run in indexed for k in run]
     dtypes = list(dict.fromkeys(k[2] for k in keys))
     shapes = list(dict.fromkeys(k[:2] for k in keys))
-    arrow = " → ".join
+
+    def side_by_side(figures, i, spec, unit=""):
+        return " → ".join("-" if f is None else format(f[i], spec) + unit for f in figures)
     lines = [f"torch {', '.join(dict.fromkeys(run['torch'] for run in runs))}; each cell: µs, % of copy_, "
              f"× the fastest PyTorch variant" + (" (first run → second)" if len(runs) == 2 else ""), "",
              "| op | preset | " + " | ".join(dtypes) + " |", "|---|---|" + "---:|" * len(dtypes)]
@@ -48,11 +51,11 @@ def markdown(runs: list[dict]) -> str:
         cells = []
         for dtype in dtypes:
             figures = [_figures(run.get((op, shape, dtype), {})) for run in indexed]
-            if any(f is None for f in figures):
+            if all(f is None for f in figures):
                 cells.append("")
                 continue
-            cells.append(f"{arrow(f'{f[0]:.2f}' for f in figures)}, {figures[-1][1]:.0f}%, "
-                         f"{arrow(f'{f[2]:.3f}' for f in figures)}")
+            cells.append(f"{side_by_side(figures, 0, '.2f')}, {side_by_side(figures, 1, '.0f', '%')}, "
+                         f"{side_by_side(figures, 2, '.3f')}")
         lines.append(f"| {op} | {shape} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -12,7 +12,8 @@
 #               the ops that share memory within a block (SANITIZE_OPS=a,b to narrow it)
 #   cudatests   the CUDA pytest files alone (test_cuda.py, test_cuda_dependent_launch.py)
 #   launch      dependent launch off, then on (BACKPLANE_CUDA_DEPENDENT_LAUNCH=0/1): the kernels
-#               of a few microseconds from CUDA graphs beside aten, then the 64M elementwise rows
+#               of a few microseconds from CUDA graphs beside aten, the 64M elementwise rows, and
+#               the host cost of a call
 #   test        `make test`, timed
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,8 @@ for step in $STEPS; do
       small=1M_elements,1M_transposed,1M_permuted,1M_sliced,1M_broadcast_row,decode_1x4096,decode_32x8192
       small=$small,decode_128x8192,vocab_32x32000
       large=64M_elements,64M_transposed,64M_permuted,64M_sliced,64M_broadcast_row
+      # Compiled out (an architecture below 90), both settings are the same: say which it is.
+      grep -m1 -o "BACKPLANE_CUDA_DEPENDENT_LAUNCH=[01]" build/build.ninja || echo "dependent launch: no define found"
       for dl in 0 1; do
         export BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl
         timeout 120 "$P" bench/train_ops_bench.py --device cuda --forward-only --cuda-graph --graph-calls 20 \

@@ -158,10 +158,15 @@ def test_report_puts_two_runs_side_by_side(tmp_path):
         rows.append({**rows[0], "dtype": "float32"})  # no PyTorch variant timed: an empty cell
         return {"torch": torch_version, "rows": rows}
 
-    text = train_ops_report.markdown([run(2.0, 2.0), run(1.6, 2.0)])
+    first, second = run(2.0, 2.0), run(1.6, 2.0)
+    first["rows"].append({**first["rows"][0], "shape": "64M_elements"})  # only in the first run
+    first["rows"].append({**first["rows"][1], "shape": "64M_elements", "us": 3.0})
+    text = train_ops_report.markdown([first, second])
     assert "| op | preset | bfloat16 | float32 |" in text
-    assert "| add | 1M_elements | 2.00 → 1.60, 125%, 1.000 → 1.250 |  |" in text
-    assert text.startswith("torch 2.11.0; each cell: µs, % of copy_, × the fastest PyTorch variant (first run → second)")
+    assert "| add | 1M_elements | 2.00 → 1.60, 100% → 125%, 1.000 → 1.250 |  |" in text
+    assert "| add | 64M_elements | 2.00 → -, 100% → -, 1.500 → - |  |" in text
+    assert text.startswith("torch 2.11.0; each cell: µs, % of copy_, × the fastest PyTorch variant "
+                           "(first run → second)")
     (tmp_path / "a.json").write_text(json.dumps(run(2.0, 3.0)))
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_report.py"), str(tmp_path / "a.json")],
                           capture_output=True, text=True, timeout=60)

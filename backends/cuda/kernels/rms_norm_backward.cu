@@ -272,7 +272,9 @@ void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad
                                                            stream);
   }
   // `partial` may be freed when this returns: the caching allocator reuses its memory
-  // only for work queued after the column sums on this stream.
+  // only for work queued after the column sums on this stream, which starts after they
+  // complete, or (a dependent launch) touches no memory before its wait for them
+  // (dependent_launch.cuh).
   const dim3 block(kColumns, kSlices);
   launch_kernel(column_sums_kernel<scalar_t, acc_t>, static_cast<unsigned>((n + kColumns - 1) / kColumns), block,
                 stream, partial.const_data_ptr<acc_t>(), partial.size(0), n, dweight.mutable_data_ptr<scalar_t>(),
