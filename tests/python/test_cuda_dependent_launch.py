@@ -31,8 +31,8 @@ def test_every_kernel_waits_for_the_kernel_before_it_first():
         for match in matches:
             kernels += 1
             body = text[match.end():].lstrip()
-            assert body.startswith("wait_for_previous_grid();\n"), (
-                f"{path.name}: kernel {match.group(1)} must begin with wait_for_previous_grid(); "
+            assert body.startswith("begin_after_previous_grid();\n"), (
+                f"{path.name}: kernel {match.group(1)} must begin with begin_after_previous_grid(); "
                 f"found: {body.splitlines()[0]!r}")
     assert kernels > 0, f"no kernels found under {KERNELS}"
 

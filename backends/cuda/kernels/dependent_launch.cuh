@@ -1,15 +1,15 @@
 // Programmatic dependent launch (Hopper and later). Every kernel of this plugin is launched
 // through launch_kernel(), which lets the driver start it while the kernel before it in the
-// stream is still finishing: its blocks are scheduled, then hold in wait_for_previous_grid()
+// stream is still finishing: its blocks are scheduled, then hold in begin_after_previous_grid()
 // until that kernel has completed and its writes are visible. What overlaps is the launch
 // and block scheduling of one kernel with the tail of the one before, the gap that
 // dominates kernels of a few microseconds (1M elements, decode rows) run back to back, as
 // from a CUDA graph. Results are unchanged: nothing touches global memory before the wait.
 //
-// The rule every kernel here follows: wait_for_previous_grid() is its first statement, then
-// allow_next_grid(). The next kernel may then launch once all of this one's blocks have
-// started (its own wait still holds it until this one has completed): its blocks take only
-// slots this kernel's blocks leave free, since every block of this one is already running.
+// The rule every kernel here follows: begin_after_previous_grid() is its first statement. It
+// waits, then lets the next kernel launch once all of this one's blocks have started (its
+// own wait still holds it until this one has completed): its blocks take only slots this
+// kernel's blocks leave free, since every block of this one is already running.
 //
 // On only where every architecture the plugin is compiled for has the instructions
 // (CMAKE_CUDA_ARCHITECTURES all 90 or above: BACKPLANE_CUDA_DEPENDENT_LAUNCH, set by
@@ -28,14 +28,11 @@
 
 namespace backplane::cuda {
 
-__device__ __forceinline__ void wait_for_previous_grid() {
+// Waits until the kernel before this one in the stream has completed and its writes are
+// visible (griddepcontrol.wait), then lets the next one launch (launch_dependents).
+__device__ __forceinline__ void begin_after_previous_grid() {
 #if BACKPLANE_CUDA_DEPENDENT_LAUNCH
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void allow_next_grid() {
-#if BACKPLANE_CUDA_DEPENDENT_LAUNCH
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }

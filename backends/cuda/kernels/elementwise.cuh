@@ -133,8 +133,7 @@ __device__ __forceinline__ void apply_scalar(const Func& f, const OutPtrArray<sc
 template <typename scalar_t, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kBlockThreads)
     vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int64_t nvec = (n - head) / V;
@@ -189,8 +188,7 @@ template <typename scalar_t, int kThreads, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kThreads)
     vector_per_thread_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int n, int head,
                              int nvec) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   using vec_t = Vec16<scalar_t>;
   const int t = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
   if (t < nvec) {
@@ -215,8 +213,7 @@ template <typename scalar_t, int W, int NOUT, int NIN, typename Calc, typename F
 __global__ void __launch_bounds__(kThreads)
     strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, Calc calc,
                    typename Calc::index_t n) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   using index_t = typename Calc::index_t;
   using item_t = Vector<scalar_t, W>;
   item_t* out_w[NOUT];

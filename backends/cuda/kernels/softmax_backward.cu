@@ -45,8 +45,7 @@ template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
     register_rows_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                          scalar_t* __restrict__ out, int64_t rows, int64_t n) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -92,8 +91,7 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kTwoPassThreads)
     two_pass_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y, scalar_t* __restrict__ out,
                     int64_t n) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kTwoPassThreads / kWarpSize;
   __shared__ acc_t scratch[kWarps];
@@ -118,8 +116,7 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kSplitThreads)
     chunk_dot_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                      at::opmath_type<scalar_t>* __restrict__ partial, int64_t n, int64_t chunk, int chunks) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[kSplitThreads / kWarpSize];
   const int64_t row = blockIdx.x / chunks;
@@ -139,8 +136,7 @@ __global__ void __launch_bounds__(kSplitThreads)
     chunk_write_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                        const at::opmath_type<scalar_t>* __restrict__ partial, scalar_t* __restrict__ out, int64_t n,
                        int64_t chunk, int chunks) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  begin_after_previous_grid();
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t row = blockIdx.x / chunks;
   const int64_t begin = (blockIdx.x % chunks) * chunk;
