@@ -14,7 +14,7 @@ import pytest
 import backplane
 
 KERNELS = Path(__file__).resolve().parents[2] / "backends" / "cuda" / "kernels"
-_GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\([^{;]*?\)\s*\{", re.S)
+_GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(([^{;]*?)\)\s*\{", re.S)
 
 
 def _sources():
@@ -30,9 +30,13 @@ def test_every_kernel_waits_for_the_kernel_before_it_first():
         assert len(matches) == text.count("__global__"), f"{path.name}: a __global__ function the pattern misses"
         for match in matches:
             kernels += 1
+            # launch_kernel() passes the LaunchControl first; the kernel hands it to the wait.
+            first_parameter = match.group(2).split(",")[0].strip()
+            assert first_parameter == "LaunchControl launch", (
+                f"{path.name}: kernel {match.group(1)} must take LaunchControl launch first; found {first_parameter!r}")
             body = text[match.end():].lstrip()
-            assert body.startswith("begin_after_previous_grid();\n"), (
-                f"{path.name}: kernel {match.group(1)} must begin with begin_after_previous_grid(); "
+            assert body.startswith("begin_after_previous_grid(launch);\n"), (
+                f"{path.name}: kernel {match.group(1)} must begin with begin_after_previous_grid(launch); "
                 f"found: {body.splitlines()[0]!r}")
     assert kernels > 0, f"no kernels found under {KERNELS}"
 

@@ -6,10 +6,19 @@
 // dominates kernels of a few microseconds (1M elements, decode rows) run back to back, as
 // from a CUDA graph. Results are unchanged: nothing touches global memory before the wait.
 //
-// The rule every kernel here follows: begin_after_previous_grid() is its first statement. It
-// waits, then lets the next kernel launch once all of this one's blocks have started (its
-// own wait still holds it until this one has completed): its blocks take only slots this
-// kernel's blocks leave free, since every block of this one is already running.
+// The rule every kernel here follows: its first parameter is a LaunchControl, and
+// begin_after_previous_grid() with it is its first statement. That waits, then, where
+// launch_kernel() found the grid small (at most 8 blocks a multiprocessor), lets the next
+// kernel launch (griddepcontrol.launch_dependents): that kernel's blocks take the slots this
+// one leaves free and hold in their own wait. A larger grid leaves the trigger to the exit
+// of its blocks. Measured on an H100 from CUDA graphs of 20 calls (bench/RESULTS.md,
+// 2026-11-26), against the trigger in every grid and in none:
+// - 1M bfloat16 elements (1024 blocks of 128 threads), rms_norm decode rows and softmax's
+//   32 rows gain 0.1-0.2 us from it: rms_norm 32x8192 2.80 us with it, 3.00 without;
+// - 1M float32 elements (2048 blocks) lose 0.5 us to it (2.86 against 2.37): a standalone
+//   probe pays that much, and 1.5 us at 2M, even in a launch without the attribute.
+// The choice is the host's, passed in: decided in the kernel from %nsmid and gridDim, it cost
+// 0.1 us at 1M elements, a flag read from the parameters 0.03.
 //
 // On only where every architecture the plugin is compiled for has the instructions
 // (CMAKE_CUDA_ARCHITECTURES all 90 or above: BACKPLANE_CUDA_DEPENDENT_LAUNCH, set by
@@ -18,7 +27,10 @@
 // `<<<>>>` does (read once per process), to compare or to rule the feature out.
 #pragma once
 
+#include "launch_config.cuh"
+
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 
 #include <cuda_runtime.h>
 
@@ -28,12 +40,20 @@
 
 namespace backplane::cuda {
 
+// Every kernel's first parameter, filled in by launch_kernel().
+struct LaunchControl {
+  bool trigger_next;  // let the next kernel in the stream launch right after the wait
+};
+
 // Waits until the kernel before this one in the stream has completed and its writes are
-// visible (griddepcontrol.wait), then lets the next one launch (launch_dependents).
-__device__ __forceinline__ void begin_after_previous_grid() {
+// visible (griddepcontrol.wait); then, where launch_kernel() said so, lets the next kernel
+// launch. Both are no-ops in a kernel not launched as a dependent launch.
+__device__ __forceinline__ void begin_after_previous_grid(LaunchControl launch) {
 #if BACKPLANE_CUDA_DEPENDENT_LAUNCH
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (launch.trigger_next) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#else
+  (void)launch;
 #endif
 }
 
@@ -49,9 +69,23 @@ inline bool dependent_launch_enabled() {
 #endif
 }
 
-// kernel<<<grid, block, 0, stream>>>(args...), as a dependent launch where enabled.
+// Whether a grid leaves the next kernel's blocks room on the device: at most 8 blocks a
+// multiprocessor (1M bfloat16 elements on an H100: 1024 blocks of 128 threads on 132; 1M
+// float32 elements, 2048 blocks, fill it). A heuristic: nothing but timing depends on it.
+inline bool leaves_room_for_next(dim3 grid) {
+  constexpr int64_t kBlocksPerMultiprocessor = 8;
+  const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
+  return blocks <= kBlocksPerMultiprocessor * multiprocessor_count(c10::cuda::current_device());
+}
+
+// kernel<<<grid, block, 0, stream>>>(control, args...), as a dependent launch where enabled;
+// the kernel's LaunchControl comes from here. The current device is the stream's (the
+// caller holds a CUDAGuard).
 template <typename... Params, typename... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+void launch_kernel(void (*kernel)(LaunchControl, Params...), dim3 grid, dim3 block, cudaStream_t stream,
+                   Args&&... args) {
+  const bool dependent = dependent_launch_enabled();
+  const LaunchControl control{dependent && leaves_room_for_next(grid)};
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
@@ -61,8 +95,8 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_
   config.dynamicSmemBytes = 0;
   config.stream = stream;
   config.attrs = &attribute;
-  config.numAttrs = dependent_launch_enabled() ? 1 : 0;
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+  config.numAttrs = dependent ? 1 : 0;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, control, std::forward<Args>(args)...));
 }
 
 }  // namespace backplane::cuda

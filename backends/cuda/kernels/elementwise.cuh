@@ -132,8 +132,9 @@ __device__ __forceinline__ void apply_scalar(const Func& f, const OutPtrArray<sc
 // are nvec aligned vectors. A block takes tiles of kBlockThreads x kUnroll vectors.
 template <typename scalar_t, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kBlockThreads)
-    vectorized_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int64_t n, int64_t head) {
-  begin_after_previous_grid();
+    vectorized_kernel(LaunchControl launch, Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in,
+                      int64_t n, int64_t head) {
+  begin_after_previous_grid(launch);
   constexpr int V = kVectorWidth<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int64_t nvec = (n - head) / V;
@@ -186,9 +187,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 // indices are 32-bit, so a thread issues its loads after a few instructions.
 template <typename scalar_t, int kThreads, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kThreads)
-    vector_per_thread_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, int n, int head,
-                             int nvec) {
-  begin_after_previous_grid();
+    vector_per_thread_kernel(LaunchControl launch, Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in,
+                             int n, int head, int nvec) {
+  begin_after_previous_grid(launch);
   using vec_t = Vec16<scalar_t>;
   const int t = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
   if (t < nvec) {
@@ -211,9 +212,9 @@ __global__ void __launch_bounds__(kThreads)
 // Calc: OffsetCalculator, or LinearOffsets for a one-dimensional layout.
 template <typename scalar_t, int W, int NOUT, int NIN, typename Calc, typename Func, int kThreads, int U>
 __global__ void __launch_bounds__(kThreads)
-    strided_kernel(Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, Calc calc,
+    strided_kernel(LaunchControl launch, Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in, Calc calc,
                    typename Calc::index_t n) {
-  begin_after_previous_grid();
+  begin_after_previous_grid(launch);
   using index_t = typename Calc::index_t;
   using item_t = Vector<scalar_t, W>;
   item_t* out_w[NOUT];

@@ -79,8 +79,8 @@ __device__ __forceinline__ acc_t sum_squares(const Vec16<scalar_t>& x) {
 }
 
 template <typename scalar_t, int kVecs>
-__global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(RmsNormParams<scalar_t> p) {
-  begin_after_previous_grid();
+__global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(LaunchControl launch, RmsNormParams<scalar_t> p) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   const int nvec = static_cast<int>(p.n / kVectorWidth<scalar_t>);
@@ -108,8 +108,9 @@ __global__ void __launch_bounds__(kRowThreads) rms_norm_warp_kernel(RmsNormParam
 }
 
 template <typename scalar_t, int kVecs>
-__global__ void __launch_bounds__(kMaxRowThreads) rms_norm_block_kernel(RmsNormParams<scalar_t> p) {
-  begin_after_previous_grid();
+__global__ void __launch_bounds__(kMaxRowThreads)
+    rms_norm_block_kernel(LaunchControl launch, RmsNormParams<scalar_t> p) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   __shared__ acc_t scratch[2][kMaxRowWarps];
@@ -140,8 +141,9 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_block_kernel(RmsNormP
 }
 
 template <typename scalar_t>
-__global__ void __launch_bounds__(kMaxRowThreads) rms_norm_strided_kernel(RmsNormParams<scalar_t> p) {
-  begin_after_previous_grid();
+__global__ void __launch_bounds__(kMaxRowThreads)
+    rms_norm_strided_kernel(LaunchControl launch, RmsNormParams<scalar_t> p) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[2][kMaxRowWarps];
   int parity = 0;

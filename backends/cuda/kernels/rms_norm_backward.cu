@@ -81,8 +81,8 @@ __device__ __forceinline__ void load_row(const BackwardParams<scalar_t>& p, int6
 }
 
 template <typename scalar_t, int kVecs>
-__global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar_t> p) {
-  begin_after_previous_grid();
+__global__ void __launch_bounds__(kMaxThreads) rows_kernel(LaunchControl launch, BackwardParams<scalar_t> p) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -157,8 +157,8 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(BackwardParams<scalar
 }
 
 template <typename scalar_t>
-__global__ void __launch_bounds__(kMaxThreads) strided_rows_kernel(BackwardParams<scalar_t> p) {
-  begin_after_previous_grid();
+__global__ void __launch_bounds__(kMaxThreads) strided_rows_kernel(LaunchControl launch, BackwardParams<scalar_t> p) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[2][2 * kMaxWarps];
   acc_t* partial = p.partial + blockIdx.x * p.n;
@@ -193,8 +193,9 @@ constexpr int kSlices = 8;
 
 template <typename scalar_t, typename acc_t>
 __global__ void __launch_bounds__(kColumns* kSlices)
-    column_sums_kernel(const acc_t* partial, int64_t blocks, int64_t n, scalar_t* dweight, int64_t dweight_stride) {
-  begin_after_previous_grid();
+    column_sums_kernel(LaunchControl launch, const acc_t* partial, int64_t blocks, int64_t n, scalar_t* dweight,
+                       int64_t dweight_stride) {
+  begin_after_previous_grid(launch);
   __shared__ acc_t sums[kSlices][kColumns + 1];
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
   acc_t s = 0;

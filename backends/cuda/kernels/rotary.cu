@@ -38,9 +38,9 @@ constexpr int kMinBlocks = kWidens<scalar_t, W> ? 3 : 1;
 
 template <typename scalar_t, int W, typename index_t>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<scalar_t, W>)
-    rotary_kernel(scalar_t* out, const scalar_t* x, const scalar_t* cos, const scalar_t* sin, int64_t out_half,
-                  int64_t x_half, OffsetCalculator<kOperands, index_t> calc, index_t n) {
-  begin_after_previous_grid();
+    rotary_kernel(LaunchControl launch, scalar_t* out, const scalar_t* x, const scalar_t* cos, const scalar_t* sin,
+                  int64_t out_half, int64_t x_half, OffsetCalculator<kOperands, index_t> calc, index_t n) {
+  begin_after_previous_grid(launch);
   using opmath_t = at::opmath_type<scalar_t>;
   using item_t = Vector<scalar_t, W>;
   auto* y1 = reinterpret_cast<item_t*>(out);

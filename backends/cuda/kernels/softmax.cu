@@ -70,8 +70,9 @@ __device__ __forceinline__ void load_row(const scalar_t* x, int64_t r, int64_t n
 
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
-    register_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t rows, int64_t n) {
-  begin_after_previous_grid();
+    register_rows_kernel(LaunchControl launch, const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t rows,
+                         int64_t n) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -131,8 +132,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreePassThreads)
-    three_pass_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
-  begin_after_previous_grid();
+    three_pass_kernel(LaunchControl launch, const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kThreePassThreads / kWarpSize;
   __shared__ acc_t scratch[2][kWarps];

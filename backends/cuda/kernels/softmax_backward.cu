@@ -43,9 +43,9 @@ constexpr int kMaxVecs = 4;
 
 template <typename scalar_t, int kVecs>
 __global__ void __launch_bounds__(kMaxThreads)
-    register_rows_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
+    register_rows_kernel(LaunchControl launch, const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                          scalar_t* __restrict__ out, int64_t rows, int64_t n) {
-  begin_after_previous_grid();
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
@@ -89,9 +89,9 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kTwoPassThreads)
-    two_pass_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y, scalar_t* __restrict__ out,
-                    int64_t n) {
-  begin_after_previous_grid();
+    two_pass_kernel(LaunchControl launch, const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
+                    scalar_t* __restrict__ out, int64_t n) {
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int kWarps = kTwoPassThreads / kWarpSize;
   __shared__ acc_t scratch[kWarps];
@@ -114,9 +114,9 @@ constexpr int64_t kMaxChunks = 128;
 // Block b covers row b / chunks, elements [c * chunk, (c + 1) * chunk) with c = b % chunks.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kSplitThreads)
-    chunk_dot_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
+    chunk_dot_kernel(LaunchControl launch, const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                      at::opmath_type<scalar_t>* __restrict__ partial, int64_t n, int64_t chunk, int chunks) {
-  begin_after_previous_grid();
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[kSplitThreads / kWarpSize];
   const int64_t row = blockIdx.x / chunks;
@@ -133,10 +133,10 @@ __global__ void __launch_bounds__(kSplitThreads)
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kSplitThreads)
-    chunk_write_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
+    chunk_write_kernel(LaunchControl launch, const scalar_t* __restrict__ grad, const scalar_t* __restrict__ y,
                        const at::opmath_type<scalar_t>* __restrict__ partial, scalar_t* __restrict__ out, int64_t n,
                        int64_t chunk, int chunks) {
-  begin_after_previous_grid();
+  begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t row = blockIdx.x / chunks;
   const int64_t begin = (blockIdx.x % chunks) * chunk;
