@@ -4,7 +4,8 @@
 # `test`). Logs and JSON go to $OUT (the device tool's output folder) or ./gpu-out; the
 # console gets a short summary of each step.
 #   check       the conformance suite on cuda (every op, every layout and dtype)
-#   bench       backplane bench on cuda (BENCH_OPS=a,b to narrow it), its markdown table
+#   bench       backplane bench on cuda (BENCH_OPS=a,b to narrow it; BENCH_ARGS to replace the
+#               repetitions and minimum time), its markdown table
 #   train       forward+backward of every op with a backward: beside its registry baseline,
 #               reference and torch.compile (--profile: each op's kernels), models.train on cuda,
 #               the decoder's step time and the HF Llama gradient check
@@ -13,7 +14,7 @@
 #   cudatests   the CUDA pytest files alone (test_cuda.py, test_cuda_dependent_launch.py)
 #   launch      dependent launch off, then on (BACKPLANE_CUDA_DEPENDENT_LAUNCH=0/1): the kernels
 #               of a few microseconds from CUDA graphs beside aten, the 64M elementwise rows, and
-#               the host cost of a call
+#               the host cost of a call (LAUNCH_SETTINGS=1: on alone)
 #   test        `make test`, timed
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +36,7 @@ for step in $STEPS; do
       echo "check rc=$?"; grep -v "^    " "$OUT/check.log" | tail -16 ;;
     bench)
       ops=${BENCH_OPS:+--ops $BENCH_OPS}
-      BACKPLANE_PYTHON=$P timeout 400 build/bin/backplane bench --backends cuda $ops --repetitions 5 --min-time 0.1 \
+      BACKPLANE_PYTHON=$P timeout 400 build/bin/backplane bench --backends cuda $ops ${BENCH_ARGS:---repetitions 5 --min-time 0.1} \
         --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
       echo "bench rc=$?"
       "$P" -m backplane bench --input "$OUT/bench.json" --markdown > "$OUT/bench.md" 2>&1
@@ -65,7 +66,8 @@ for step in $STEPS; do
       large=64M_elements,64M_transposed,64M_permuted,64M_sliced,64M_broadcast_row
       # Compiled out (an architecture below 90), both settings are the same: say which it is.
       grep -m1 -o "BACKPLANE_CUDA_DEPENDENT_LAUNCH=[01]" build/build.ninja || echo "dependent launch: no define found"
-      for dl in 0 1; do
+      settings=${LAUNCH_SETTINGS:-0 1}
+      for dl in $settings; do
         export BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl
         timeout 120 "$P" bench/train_ops_bench.py --device cuda --forward-only --cuda-graph --graph-calls 20 \
           --ops add,mul,rms_norm,softmax --shapes $small --skip-compile --dtypes bfloat16,float16,float32 \
@@ -79,8 +81,10 @@ for step in $STEPS; do
         echo "host cost, dependent launch $dl: rc=$?"
       done
       unset BACKPLANE_CUDA_DEPENDENT_LAUNCH
-      for size in small large; do "$P" bench/train_ops_report.py "$OUT/${size}_dl0.json" "$OUT/${size}_dl1.json"; done
-      grep -h -E "^torch.ops|torch.add on" "$OUT/host_cost_dl0.txt" "$OUT/host_cost_dl1.txt" ;;
+      for size in small large; do
+        "$P" bench/train_ops_report.py $(for dl in $settings; do echo "$OUT/${size}_dl$dl.json"; done)
+      done
+      for dl in $settings; do grep -h -E "^torch.ops|torch.add on" "$OUT/host_cost_dl$dl.txt"; done ;;
     test)
       (make test 2>&1; echo "make test rc=$?") > "$OUT/test.log"
       grep -E "^\[test\]|passed|failed|rc=" "$OUT/test.log"; grep -A11 "slowest 10" "$OUT/test.log" ;;
