@@ -26,12 +26,12 @@
 #include "row_indexer.cuh"
 #include "row_reduce.cuh"
 #include "vector_access.cuh"
+#include "workspace.cuh"
 
 #include <backplane/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -217,7 +217,7 @@ template <auto Kernel, typename scalar_t>
 at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor& x, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t grid = resident_row_blocks<Kernel>(x.device().index(), threads, p.rows);
-  at::Tensor partial = at::empty({grid, p.n}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  at::Tensor partial = workspace<acc_t>({grid, p.n}, x);
   p.partial = partial.mutable_data_ptr<acc_t>();
   launch_kernel(Kernel, static_cast<unsigned>(grid), threads, stream, p);
   return partial;

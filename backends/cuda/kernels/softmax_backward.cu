@@ -20,12 +20,12 @@
 #include "launch_config.cuh"
 #include "row_reduce.cuh"
 #include "vector_access.cuh"
+#include "workspace.cuh"
 
 #include <backplane/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -161,8 +161,7 @@ void launch_split_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, i
   const int64_t per_chunk = (n + target_chunks - 1) / target_chunks;
   const int64_t chunk = (per_chunk + kWarpSize - 1) / kWarpSize * kWarpSize;
   const int chunks = static_cast<int>((n + chunk - 1) / chunk);
-  const at::Tensor partial =
-      at::empty({rows * chunks}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  const at::Tensor partial = workspace<acc_t>({rows * chunks}, like);
   acc_t* p = partial.mutable_data_ptr<acc_t>();
   const auto grid = static_cast<unsigned>(rows * chunks);
   launch_kernel(chunk_dot_kernel<scalar_t>, grid, kSplitThreads, stream, grad, y, p, n, chunk, chunks);
