@@ -1,22 +1,27 @@
 // Programmatic dependent launch (Hopper and later). Every kernel of this plugin is launched
 // through launch_kernel(), which lets the driver start it while the kernel before it in the
-// stream is still finishing: its blocks are scheduled, then hold in begin_after_previous_grid()
-// until that kernel has completed and its writes are visible. What overlaps is the launch
+// stream is still finishing: its blocks are scheduled, then hold in
+// begin_after_previous_grid(launch) until that kernel has completed and its writes are visible. What overlaps is the launch
 // and block scheduling of one kernel with the tail of the one before, the gap that
 // dominates kernels of a few microseconds (1M elements, decode rows) run back to back, as
 // from a CUDA graph. Results are unchanged: nothing touches global memory before the wait.
 //
 // The rule every kernel here follows: its first parameter is a LaunchControl, and
-// begin_after_previous_grid() with it is its first statement. That waits, then, where
-// launch_kernel() found the grid small (at most 8 blocks a multiprocessor), lets the next
-// kernel launch (griddepcontrol.launch_dependents): that kernel's blocks take the slots this
-// one leaves free and hold in their own wait. A larger grid leaves the trigger to the exit
-// of its blocks. Measured on an H100 from CUDA graphs of 20 calls (bench/RESULTS.md,
-// 2026-11-26), against the trigger in every grid and in none:
+// begin_after_previous_grid(launch) is its first statement. That waits, then, where
+// launch_kernel() found the grid has few blocks (at most 8 a multiprocessor), lets the next
+// kernel launch (griddepcontrol.launch_dependents), whose blocks are scheduled and hold in
+// their own wait. A larger grid leaves the trigger to the exit of its blocks. Measured on an
+// H100 from CUDA graphs of 20 calls (bench/RESULTS.md, 2026-11-26), against the trigger in
+// every grid and in none:
 // - 1M bfloat16 elements (1024 blocks of 128 threads), rms_norm decode rows and softmax's
-//   32 rows gain 0.1-0.2 us from it: rms_norm 32x8192 2.80 us with it, 3.00 without;
-// - 1M float32 elements (2048 blocks) lose 0.5 us to it (2.86 against 2.37): a standalone
-//   probe pays that much, and 1.5 us at 2M, even in a launch without the attribute.
+//   32 rows gain 0.1-0.4 us from it: rms_norm 32x8192 2.80 us with it, 3.00 without;
+// - 1M float32 elements, dense (2048 one-vector blocks), lose 0.5 us to it (2.86 against
+//   2.37). A standalone probe paid that much there and 1.5 us at 4096 blocks, nothing at
+//   1024, with the launch attribute or without it: the instruction's own cost in a grid of
+//   many short blocks, not a matter of free slots. The rule is a heuristic on that: the
+//   float32 row broadcast (2048 blocks of the strided kernel) gained 0.14 us from the
+//   trigger, which it now goes without, and grids sized to the resident blocks (softmax's
+//   many rows, the backward kernels) were not timed both ways.
 // The choice is the host's, passed in: decided in the kernel from %nsmid and gridDim, it cost
 // 0.1 us at 1M elements, a flag read from the parameters 0.03.
 //
@@ -69,10 +74,11 @@ inline bool dependent_launch_enabled() {
 #endif
 }
 
-// Whether a grid leaves the next kernel's blocks room on the device: at most 8 blocks a
-// multiprocessor (1M bfloat16 elements on an H100: 1024 blocks of 128 threads on 132; 1M
-// float32 elements, 2048 blocks, fill it). A heuristic: nothing but timing depends on it.
-inline bool leaves_room_for_next(dim3 grid) {
+// Whether a grid has few enough blocks for the early trigger to pay: at most 8 a
+// multiprocessor (1M bfloat16 elements on an H100: 1024 blocks on 132; 1M float32 elements:
+// 2048). A heuristic (above): nothing but timing depends on it. The current device costs a
+// cudaGetDevice a launch, not measured apart.
+inline bool few_blocks_for_early_trigger(dim3 grid) {
   constexpr int64_t kBlocksPerMultiprocessor = 8;
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
   return blocks <= kBlocksPerMultiprocessor * multiprocessor_count(c10::cuda::current_device());
@@ -85,7 +91,7 @@ template <typename... Params, typename... Args>
 void launch_kernel(void (*kernel)(LaunchControl, Params...), dim3 grid, dim3 block, cudaStream_t stream,
                    Args&&... args) {
   const bool dependent = dependent_launch_enabled();
-  const LaunchControl control{dependent && leaves_room_for_next(grid)};
+  const LaunchControl control{dependent && few_blocks_for_early_trigger(grid)};
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
