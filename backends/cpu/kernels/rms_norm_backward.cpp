@@ -8,11 +8,11 @@
 // row. At 8192x4096 float32, float sums (dweight in chunks of 256 rows) missed the float64
 // reference by up to 1.7e-4, beyond the registry's float32 tolerance where |dweight| < 0.7
 // (backplane bench caught it); double sums by 6e-6. Cost: float32 decode_32x8192 202 ->
-// 242 us on the 2-core VM. Rows
-// are split into chunks of at most kChunkRows, at least one per thread; each chunk sums its
-// dweight in its own row of doubles, and aten's sum adds the chunks (pairwise) in a fixed
-// order, so results do not depend on timing. Rows of x and grad may have any leading
-// strides (RowIndexer); a row that is not unit-stride is read through a contiguous copy.
+// 242 us on the 2-core VM. Rows are split into chunks of at most kChunkRows, at least one
+// per thread; each chunk sums its dweight in its own row of doubles, and aten's sum adds
+// the chunks (pairwise) in a fixed order, so results do not depend on timing. Rows of x
+// and grad may have any leading strides (RowIndexer); a row that is not unit-stride is
+// read through a contiguous copy.
 #include "../kernel_variants.h"
 #include "row_indexer.h"
 

@@ -1,10 +1,10 @@
 // Programmatic dependent launch (Hopper and later). Every kernel of this plugin is launched
 // through launch_kernel(), which lets the driver start it while the kernel before it in the
 // stream is still finishing: its blocks are scheduled, then hold in
-// begin_after_previous_grid(launch) until that kernel has completed and its writes are visible. What overlaps is the launch
-// and block scheduling of one kernel with the tail of the one before, the gap that
-// dominates kernels of a few microseconds (1M elements, decode rows) run back to back, as
-// from a CUDA graph. Results are unchanged: nothing touches global memory before the wait.
+// begin_after_previous_grid(launch) until that kernel has completed and its writes are
+// visible. What overlaps is the launch and block scheduling of one kernel with the tail of
+// the one before, the gap that dominates kernels of a few microseconds (1M elements, decode
+// rows) run back to back, as from a CUDA graph. Results are unchanged: nothing touches global memory before the wait.
 //
 // The rule every kernel here follows: its first parameter is a LaunchControl, and
 // begin_after_previous_grid(launch) is its first statement. That waits, then, where
