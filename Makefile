@@ -27,7 +27,7 @@ test: build
 demo: build
 	scripts/demo.sh $(BUILD)
 
-# Every op on the default backends (BACKPLANE_BACKENDS, else cpu): table, JSON and plot.
+# Every op on the default backends (BACKPLANE_BACKENDS, else cpu and a present GPU): table, JSON, plot.
 bench: build
 	scripts/bench.sh $(BUILD)
 

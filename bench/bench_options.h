@@ -5,6 +5,7 @@
 //   --dtypes=float32,bfloat16   default: float32 and bfloat16 (where the op takes them)
 //   --shapes=NAME,...     registry bench presets by name (e.g. decode_32x8192); default: all
 //   --min-time=SECONDS    least time per repetition (default: Google Benchmark's)
+//   --cuda-graph          time CUDA rows as replays of a recorded CUDA graph (recorded_batch.h)
 // Each also as two arguments (--ops add). Unknown names are errors naming the known ones.
 #pragma once
 
@@ -23,6 +24,7 @@ struct BenchOptions {
   std::vector<c10::ScalarType> dtypes;
   std::set<std::string> shapes;  // empty: every preset
   double min_time = 0;           // seconds; 0: Google Benchmark's default
+  bool cuda_graph = false;
 
   bool wants_op(const std::string& op) const { return ops.empty() || ops.count(op); }
   bool wants_shape(const std::string& shape) const { return shapes.empty() || shapes.count(shape); }

@@ -1,6 +1,7 @@
 // backplane_bench: every registry op on every selected backend, beside PyTorch's own op
 // and the device's copy_ bandwidth. The engine of `backplane bench`.
-//   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [Google Benchmark flags]
+//   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [--cuda-graph]
+//                   [Google Benchmark flags]
 // Prints Google Benchmark's lines, then a table (table_reporter.h); with
 // --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench --compare`
 // and bench/report.py read.
@@ -8,6 +9,7 @@
 #include "bench_options.h"
 #include "call_overhead.h"
 #include "op_workloads.h"
+#include "recorded_batch.h"
 #include "table_reporter.h"
 #include "workload_timing.h"
 
@@ -23,13 +25,16 @@
 namespace {
 
 void print_help() {
-  std::cout << "backplane_bench [--backends=NAME,...] [--ops=..] [--dtypes=..] [--shapes=..] [benchmark flags]\n"
+  std::cout << "backplane_bench [--backends=NAME,...] [--ops=..] [--dtypes=..] [--shapes=..] [--cuda-graph] "
+               "[benchmark flags]\n"
                "  --backends=cpu,cuda  backends to load by name (default: BACKPLANE_BACKENDS, else cpu);\n"
                "                       one that cannot load or has no device here is skipped, with its reason\n"
                "  --ops=add,rms_norm   these registry ops (default: all)\n"
                "  --dtypes=float32,... float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
                "  --shapes=NAME,...    the registry's bench presets by name (default: all)\n"
                "  --min-time=SECONDS   least time per repetition (default: Google Benchmark's)\n"
+               "  --cuda-graph         time cuda rows as replays of a CUDA graph of each batch of calls: the\n"
+               "                       kernels' time without the host's launch cost (other devices as usual)\n"
                "  every backplane row is checked against its reference before it is timed\n"
                "  rows are <op>/<backend>/<impl>/<size>; bytes_per_second counts each input read once and\n"
                "  each output written once; copy_ rows are the device's copy bandwidth\n\n";
@@ -51,14 +56,18 @@ std::string cpu_model() {
   return {};
 }
 
-void add_context(const backplane::bench::BackendSelection& selection) {
+void add_context(const backplane::bench::BackendSelection& selection, bool cuda_graph) {
   if (const std::string model = cpu_model(); !model.empty()) benchmark::AddCustomContext("cpu_model", model);
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
   benchmark::AddCustomContext("bytes_counted",
                               "minimal traffic: each input read once (an expanded one: its distinct elements), "
                               "each output written once");
-  benchmark::AddCustomContext("timing", "cpu: wall clock; other devices: device events on the current stream");
+  benchmark::AddCustomContext("timing", cuda_graph ? "cpu: wall clock; cuda: CUDA graph replays of each batch of "
+                                                    "calls, between events; other devices: device events on the "
+                                                    "current stream"
+                                                  : "cpu: wall clock; other devices: device events on the current "
+                                                    "stream");
   for (const auto& b : selection.selected)
     benchmark::AddCustomContext("backend." + b.name, b.record.path + " (version " + b.record.version + ", key " +
                                                          b.record.dispatch_key + ", device " + b.device.str() + ")");
@@ -91,8 +100,25 @@ int main(int argc, char** argv) {
     std::cerr << "backplane_bench: " << e.what() << "\n";
     return 2;
   }
-  add_context(selection);
+  if (options.cuda_graph) {
+    // Refused before any row runs: no CUDA backend to record, or no module to record with.
+    std::string selected;
+    bool any_cuda = false;
+    for (const auto& b : selection.selected) {
+      selected += (selected.empty() ? "" : ", ") + b.name + " (" + b.device.str() + ")";
+      any_cuda = any_cuda || b.device.is_cuda();
+    }
+    try {
+      if (!any_cuda) throw std::runtime_error("no selected backend runs on a CUDA device; selected: " + selected);
+      backplane::bench::require_cuda_graph_module();
+    } catch (const std::runtime_error& e) {
+      std::cerr << "backplane_bench: --cuda-graph: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  add_context(selection, options.cuda_graph);
   backplane::bench::set_min_time(options.min_time);
+  backplane::bench::set_cuda_graph(options.cuda_graph);
   for (const auto& backend : selection.selected) {
     backplane::bench::register_op_benchmarks(backend, options);
     if (options.ops.empty()) backplane::bench::register_call_overhead(backend);

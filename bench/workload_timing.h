@@ -3,6 +3,9 @@
 //        so CPU time would count both cores).
 //   any other device: device-side time from events on the current stream (UseManualTime),
 //        through the device-generic c10::Event API; this file links no device runtime.
+//   cuda with set_cuda_graph(true): the same batches recorded once as a CUDA graph and
+//        replayed (recorded_batch.h), so ops shorter than a launch time the kernels, not
+//        the host's launch rate.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -36,5 +39,8 @@ benchmark::internal::Benchmark* register_workload(const std::string& name, c10::
 // Benchmark's default). Set through the API: --benchmark_min_time's syntax changed
 // between Google Benchmark versions ("0.05" before 1.8, "0.05s" after).
 void set_min_time(double seconds);
+
+// Whether CUDA rows are timed as replays of a CUDA graph (off: events around eager calls).
+void set_cuda_graph(bool enabled);
 
 }  // namespace backplane::bench

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# `make bench`: every op on the default backends (BACKPLANE_BACKENDS, else cpu), the table,
-# its JSON and its plot, in the Python environment the tests and the demo share.
+# `make bench`: every op on the default backends, the table, its JSON and its plot, in the
+# Python environment the tests and the demo share.
 #   scripts/bench.sh [BUILD] [backplane bench flags...]
+# Default backends (without BACKPLANE_BACKENDS or --backends): cpu, and cuda where the build
+# has the CUDA plugin and this machine a GPU. cuda rows are timed from CUDA graphs
+# (--cuda-graph: the kernels, not the host's launches) where the build has that module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
@@ -11,5 +14,21 @@ if [ $# -gt 0 ] && [[ $1 != -* ]]; then
 fi
 python=$(cat "$BUILD/.python")
 source scripts/python_env.sh
-BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench --repetitions 3 --json "$BUILD/bench.json" \
+chosen=()
+if [[ " $* " != *" --backends "* ]]; then
+  backends=${BACKPLANE_BACKENDS:-}
+  if [ -z "$backends" ]; then
+    backends=cpu
+    if [ -f "$BUILD/lib/libbackplane_cuda.so" ] &&
+       "$python" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+      backends=cpu,cuda
+    fi
+  fi
+  chosen=(--backends "$backends")
+  if [[ ,$backends, == *,cuda,* ]] && [ -f "$BUILD/lib/backplane_bench_cuda_graph.so" ]; then
+    chosen+=(--cuda-graph)
+  fi
+  echo "make bench: backends $backends${chosen[2]:+, cuda rows from CUDA graphs}" >&2
+fi
+BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench "${chosen[@]}" --repetitions 3 --json "$BUILD/bench.json" \
   --plot "$BUILD/bench.png" "$@"

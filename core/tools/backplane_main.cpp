@@ -262,7 +262,7 @@ const std::map<std::string, Command>& commands() {
       {"bench",
        {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..] [--repetitions N] [--json F] [--compare BASE.json] "
         "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--side-by-side] [--min-time S] [--interleave] "
-        "[common flags]",
+        "[--cuda-graph] [common flags]",
         "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
         "bandwidth, each row checked against its reference first (Google Benchmark; engine: backplane_bench).\n"
         "  --ops a,b              these ops (default: all)\n"
@@ -272,6 +272,8 @@ const std::map<std::string, Command>& commands() {
         "  --min-time SECONDS     least time per repetition (Google Benchmark's default 0.5)\n"
         "  --interleave           the repetitions of all rows in a random order (Google Benchmark's random\n"
         "                         interleaving): a drift of the machine's speed falls on every row alike\n"
+        "  --cuda-graph           time cuda rows as replays of a CUDA graph of each batch of calls: the kernels'\n"
+        "                         time without the host's launch cost (ops shorter than a launch need it)\n"
         "  --json FILE            Google Benchmark's JSON of the run\n"
         "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
         "                         significant regression beyond --threshold (default 5%)\n"
@@ -281,7 +283,7 @@ const std::map<std::string, Command>& commands() {
         "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`;\n"
         "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
-         "--threshold", "--plot", "--side-by-side", "--interleave"},
+         "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph"},
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
          "--threshold", "--plot"},
         false, bench_command}},

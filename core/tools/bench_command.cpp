@@ -86,8 +86,12 @@ int bench_command(const Options& options) {
   std::string repetitions = "5";
   for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& flag = options.rest[i];
-    if (flag == "--interleave") {  // the one flag without a value the engine takes
+    if (flag == "--interleave") {  // the engine's flags without a value
       args.push_back("--benchmark_enable_random_interleaving=true");
+      continue;
+    }
+    if (flag == "--cuda-graph") {
+      args.push_back(flag);
       continue;
     }
     if (i + 1 == options.rest.size()) break;  // the parser gives every other flag its value

@@ -3,6 +3,7 @@ Benchmark), and reads, compares and plots its JSON.
 
     import backplane.bench as bench
     results = bench.run(backends="cpu,npu", ops="add,rms_norm", repetitions=5)
+    results = bench.run(backends="cuda", cuda_graph=True)   # kernel time, without launches
     for row in bench.rows(results): print(row)
     bench.compare(bench.load("base.json"), results)      # Mann-Whitney U per row
     bench.plot(results, "bench.png")
@@ -42,6 +43,7 @@ class Row:
     times_us: tuple    # one per repetition
     gbps: float | None  # 1 GB = 1e9 bytes: each input read once, each output written once
     error: str = ""
+    cuda_graph: bool = False  # timed as CUDA graph replays (--cuda-graph), not eager calls
 
     @property
     def median_us(self) -> float:
@@ -71,8 +73,9 @@ def _csv(value) -> str:
 
 
 def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=5, json_path=None,
-        quiet=False, extra=()) -> dict:
-    """Runs the engine and returns its Google Benchmark JSON (also written to json_path)."""
+        quiet=False, extra=(), cuda_graph=False) -> dict:
+    """Runs the engine and returns its Google Benchmark JSON (also written to json_path).
+    cuda_graph: cuda rows timed as CUDA graph replays (the kernels without the host's launches)."""
     if json_path:
         out = Path(json_path)
     else:
@@ -85,6 +88,8 @@ def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repet
         args.append(f"--ops={_csv(ops)}")
     if shapes:
         args.append(f"--shapes={_csv(shapes)}")
+    if cuda_graph:
+        args.append("--cuda-graph")
     args += list(extra)
     try:
         done = subprocess.run(args, stdout=subprocess.DEVNULL if quiet else None, text=True)
@@ -138,7 +143,7 @@ def machine(ctx: dict) -> str:
 def _run_summary(name, ctx: dict) -> dict:
     """Where and when a run was made, as side_by_side names it."""
     return {"name": str(name), "machine": machine(ctx),
-            **{k: ctx.get(k, "?") for k in ("date", "num_cpus", "torch_version")}}
+            **{k: ctx.get(k, "?") for k in ("date", "num_cpus", "torch_version", "timing")}}
 
 
 def merge(runs: dict) -> dict:
@@ -179,19 +184,21 @@ def rows(results: dict) -> list[Row]:
         shape, _, dtype = shape_dtype.rpartition("_")
         if op.startswith("call_overhead_") or dtype not in _DTYPES:
             continue  # host cost per call (call_overhead_<op>/<backend>/<impl>/1): not an op row
-        entry = found.setdefault((op, backend, impl, shape, dtype), {"times": [], "gbps": [], "error": ""})
+        entry = found.setdefault((op, backend, impl, shape, dtype),
+                                 {"times": [], "gbps": [], "error": "", "cuda_graph": False})
         if e.get("error_occurred") or e.get("skipped"):
             entry["error"] = e.get("error_message") or e.get("skip_message") or "failed"
             continue
         scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[e.get("time_unit", "us")]
         entry["times"].append(e["real_time"] * scale)
+        entry["cuda_graph"] = entry["cuda_graph"] or bool(e.get("cuda_graph"))
         if "bytes_per_second" in e:
             entry["gbps"].append(e["bytes_per_second"] / 1e9)
     out = []
     for (op, backend, impl, shape, dtype), v in found.items():
         plugin = context.get(f"backend.{backend}", "").split(" (")[0]
         out.append(Row(op, backend, plugin, shape, dtype, impl, tuple(v["times"]),
-                       median(v["gbps"]) if v["gbps"] else None, v["error"]))
+                       median(v["gbps"]) if v["gbps"] else None, v["error"], v["cuda_graph"]))
     return out
 
 
@@ -248,7 +255,7 @@ def side_by_side(results: dict, command: str = "") -> str:
     runs = ctx.get("runs") or [_run_summary("this run", ctx)]
     out = [f"### backplane bench: {', '.join(backends)} side by side", ""]
     out += [f"- {r['name']}: machine {r['machine']}, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
-            f"{str(r['date'])[:10]}" for r in runs]
+            f"{str(r['date'])[:10]}; timing: {r.get('timing', '?')}" for r in runs]
     if command:
         out += ["", f"Command: `{command}`"]
     out += ["", "| op | preset | dtype | " + " | ".join(f"{b} µs | {b} % copy_ | {b} × ref" for b in backends) + " |",
@@ -330,7 +337,9 @@ def mann_whitney_p(a, b) -> float | None:
 def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None, new_backend=None) -> list[dict]:
     """Rows present in both, new against base: time change and the U test's p-value. A
     row regressed when it is slower by more than `threshold` and p < alpha. Two backends
-    of one run: compare(results, results, base_backend="cpu", new_backend="cpu_alt")."""
+    of one run: compare(results, results, base_backend="cpu", new_backend="cpu_alt").
+    A row timed as CUDA graph replays in one run and as eager calls in the other is refused
+    (ValueError): the two measure different things (kernels alone, kernels and launches)."""
     def keyed(results, backend):
         # Rows of every backend are kept apart unless one backend is compared with another.
         return {(r.op, r.impl, r.shape, r.dtype) + (() if backend else (r.backend,)): r
@@ -342,6 +351,10 @@ def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None
         ra, rb = a[key], b[key]
         if ra.error or rb.error or not ra.times_us or not rb.times_us:
             continue
+        if ra.cuda_graph != rb.cuda_graph:
+            timed = {True: "as CUDA graph replays (--cuda-graph)", False: "as eager calls"}
+            raise ValueError(f"{'/'.join(key[:4])}: the base run timed it {timed[ra.cuda_graph]}, the new one "
+                             f"{timed[rb.cuda_graph]}; run both the same way")
         change = rb.median_us / ra.median_us - 1
         p = mann_whitney_p(ra.times_us, rb.times_us)
         significant = p is not None and p < alpha
@@ -412,6 +425,9 @@ def main(argv=None) -> int:
     p.add_argument("--interleave", action="store_true",
                    help="run the repetitions of all rows in a random order (Google Benchmark's random "
                         "interleaving), so a drift of the machine's speed falls on every row alike")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="time cuda rows as replays of a CUDA graph of each batch of calls: the kernels' time "
+                        "without the host's launch cost (ops shorter than a launch need it)")
     p.add_argument("--json", help="write Google Benchmark's JSON here")
     p.add_argument("--input", nargs="+", metavar="RUN.json",
                    help="read results from these JSON files instead of running (several: their backends side by side)")
@@ -434,7 +450,7 @@ def main(argv=None) -> int:
         if args.interleave:
             extra.append("--benchmark_enable_random_interleaving=true")
         results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
-                      extra=extra)
+                      extra=extra, cuda_graph=args.cuda_graph)
     # A run: the command that measured it (without the view flags). Runs read back with
     # --input: the command that makes this very table, flags and all.
     given = argv if argv is not None else sys.argv[1:]
@@ -448,11 +464,15 @@ def main(argv=None) -> int:
         print(format_table(results))
     status = 0
     comparisons = []
-    if args.compare:
-        comparisons = compare(load(args.compare), results, args.threshold / 100)
-    elif args.compare_backends:
-        a, b = args.compare_backends.split(",")
-        comparisons = compare(results, results, args.threshold / 100, base_backend=a, new_backend=b)
+    try:
+        if args.compare:
+            comparisons = compare(load(args.compare), results, args.threshold / 100)
+        elif args.compare_backends:
+            a, b = args.compare_backends.split(",")
+            comparisons = compare(results, results, args.threshold / 100, base_backend=a, new_backend=b)
+    except ValueError as e:
+        print(f"backplane bench: {e}", file=sys.stderr)
+        return 2
     if args.compare or args.compare_backends:
         print()
         print(format_comparison(comparisons))

@@ -214,3 +214,78 @@ def test_a_run_cut_off_mid_row_keeps_its_complete_rows(tmp_path, capsys):
     (tmp_path / "junk.json").write_text("not json")
     with pytest.raises(ValueError, match="not a backplane bench"):
         bench.load(tmp_path / "junk.json")
+
+
+def test_cuda_graph_without_a_cuda_backend_is_refused_before_any_row():
+    engine = str(backplane.lib_dir().parent / "bin" / "backplane_bench")
+    done = subprocess.run([engine, "--backends=cpu", "--ops=add", "--cuda-graph"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2, done.stdout[-2000:]
+    assert "--cuda-graph: no selected backend runs on a CUDA device; selected: cpu (cpu)" in done.stderr
+    # the C++ command hands the flag on (it takes no value: the flags after it keep theirs)
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--cuda-graph", "--ops", "add"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no selected backend runs on a CUDA device" in done.stderr
+
+
+def test_cuda_graph_reaches_the_engine_from_python(monkeypatch, tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    seen = {}
+    monkeypatch.setattr(bench, "run", lambda *a, **k: seen.update(k) or bench.load(out))
+    assert bench.main(["--backends", "cuda", "--cuda-graph"]) == 0
+    assert seen["cuda_graph"] is True
+    bench.main(["--backends", "cuda"])
+    assert seen["cuda_graph"] is False
+
+
+def test_runs_timed_differently_are_not_compared(tmp_path, capsys):
+    eager, graphs = _results((5.0, 5.0, 5.0), backend="cuda"), _results((2.0, 2.0, 2.0), backend="cuda")
+    for entry in graphs["benchmarks"]:
+        entry["cuda_graph"] = 1
+    assert all(r.cuda_graph for r in bench.rows(graphs)) and not any(r.cuda_graph for r in bench.rows(eager))
+    with pytest.raises(ValueError, match="add/backplane/1M_elements/float32: the base run timed it as eager calls, "
+                                         r"the new one as CUDA graph replays \(--cuda-graph\)"):
+        bench.compare(eager, graphs)
+    base, new = tmp_path / "eager.json", tmp_path / "graphs.json"
+    base.write_text(json.dumps(eager))
+    new.write_text(json.dumps(graphs))
+    assert bench.main(["--input", str(new), "--compare", str(base)]) == 2
+    assert "run both the same way" in capsys.readouterr().err
+
+
+def _why_no_cuda_rows():
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA device in this process"
+    if not (backplane.lib_dir() / "backplane_bench_cuda_graph.so").is_file():
+        return "this build has no CUDA plugin (nor the --cuda-graph module)"
+    return ""
+
+
+@pytest.mark.skipif(bool(_why_no_cuda_rows()), reason=_why_no_cuda_rows() or "runs")
+def test_cuda_graph_rows_are_checked_then_timed_as_replays(tmp_path):
+    out = tmp_path / "g.json"
+    done = subprocess.run([str(CLI), "bench", "--backends", "cuda", "--ops", "add,rms_norm_backward", "--dtypes",
+                           "float32", "--shapes", "1M_elements,decode_32x8192", "--cuda-graph", "--repetitions", "2",
+                           "--json", str(out), *QUICK[0].split("=")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = bench.rows(bench.load(out))
+    assert {(r.op, r.impl) for r in rows} == {(op, impl) for op in ("add", "rms_norm_backward")
+                                             for impl in ("backplane", "reference", "copy_")}
+    assert all(r.cuda_graph and not r.error and len(r.times_us) == 2 and min(r.times_us) > 0 for r in rows), rows
+    assert "CUDA graph replays" in bench.load(out)["context"]["timing"]
+
+
+@pytest.mark.skipif(bool(_why_no_cuda_rows()), reason=_why_no_cuda_rows() or "runs")
+def test_cuda_graph_without_its_module_names_the_file(tmp_path):
+    # An engine whose lib/ has no module (a copy elsewhere): refused before any row runs.
+    (tmp_path / "bin").mkdir()
+    engine = tmp_path / "bin" / "backplane_bench"
+    engine.write_bytes((backplane.lib_dir().parent / "bin" / "backplane_bench").read_bytes())
+    engine.chmod(0o755)
+    done = subprocess.run([str(engine), "--backends=cuda", "--ops=add", "--cuda-graph"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"--cuda-graph: cannot load {tmp_path / 'lib' / 'backplane_bench_cuda_graph.so'}" in done.stderr

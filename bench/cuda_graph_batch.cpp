@@ -1,0 +1,111 @@
+// backplane_bench_cuda_graph: records a batch of bench calls as one CUDA graph
+// (at::cuda::CUDAGraph, as torch.cuda.graph does) and times its replays with CUDA events.
+// Loaded by backplane_bench for --cuda-graph (recorded_batch.h); built only with the CUDA
+// plugin, so that the engine itself stays device-generic.
+#include "recorded_batch.h"
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+namespace backplane::bench {
+namespace {
+
+class TimingEvent {
+ public:
+  TimingEvent() { C10_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~TimingEvent() { cudaEventDestroy(event_); }
+  TimingEvent(const TimingEvent&) = delete;
+  TimingEvent& operator=(const TimingEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaGraphBatch final : public RecordedBatch {
+ public:
+  CudaGraphBatch(c10::DeviceIndex device, const std::function<void()>& step, int64_t calls)
+      : device_(device), stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)) {
+    const c10::cuda::CUDAGuard device_guard(device_);
+    // The inputs were made on the current stream: the recording stream starts after them.
+    c10::cuda::device_synchronize();
+    const c10::cuda::CUDAStreamGuard stream_guard(stream_);
+    graph_.capture_begin();
+    try {
+      for (int64_t i = 0; i < calls; ++i) step();
+    } catch (...) {
+      // The stream must leave capture mode whatever happened inside it.
+      try {
+        graph_.capture_end();
+      } catch (...) {
+      }
+      (void)cudaGetLastError();
+      throw;
+    }
+    graph_.capture_end();
+    replay();  // the first replay uploads the graph to the device: not timed
+    C10_CUDA_CHECK(cudaStreamSynchronize(stream_.stream()));
+  }
+
+  double replay_seconds() override {
+    const c10::cuda::CUDAGuard device_guard(device_);
+    C10_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.stream()));
+    replay();
+    C10_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.stream()));
+    C10_CUDA_CHECK(cudaEventSynchronize(stop_.get()));
+    float ms = 0;
+    C10_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+ private:
+  void replay() {
+    const c10::cuda::CUDAStreamGuard stream_guard(stream_);  // CUDAGraph replays on the current stream
+    graph_.replay();
+  }
+
+  c10::DeviceIndex device_;
+  c10::cuda::CUDAStream stream_;
+  at::cuda::CUDAGraph graph_;
+  TimingEvent start_, stop_;
+};
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+}  // namespace
+}  // namespace backplane::bench
+
+extern "C" __attribute__((visibility("default"))) backplane::bench::RecordedBatch* backplane_bench_record_cuda_graph(
+    int device_index, const std::function<void()>* step, int64_t calls, char* error, std::size_t error_size) {
+  try {
+    const auto device = static_cast<c10::DeviceIndex>(device_index < 0 ? c10::cuda::current_device() : device_index);
+    return new backplane::bench::CudaGraphBatch(device, *step, calls);
+  } catch (const std::exception& e) {
+    const std::string message = backplane::bench::message_of(e);
+    if (error_size > 0) {
+      const std::size_t n = std::min(message.size(), error_size - 1);
+      std::memcpy(error, message.data(), n);
+      error[n] = '\0';
+    }
+    return nullptr;
+  }
+}
+
+static_assert(std::is_same_v<decltype(&backplane_bench_record_cuda_graph), backplane::bench::RecordCudaGraphFn>,
+              "the entry point must match what recorded_batch.cpp looks up");

@@ -1,0 +1,45 @@
+// A batch of calls recorded once as a device graph and then replayed: the time of a
+// replay is the device's alone, without the host's cost of launching each call. Rows of
+// ops shorter than a launch (a 1M-element add on an H100 takes ~2 µs, the host ~4 µs to
+// queue it) otherwise time how fast the host queues them, not the kernel.
+//
+// CUDA graphs only, from a module built beside the engine with the CUDA plugin
+// (cuda_graph_batch.cpp): the engine itself links no device runtime, and loads the module
+// only when asked (--cuda-graph). Limits: a call that synchronizes with the host or
+// otherwise cannot be captured fails to record, and its row reports why; memory a call
+// allocates comes from the graph's own pool, so a recorded batch holds one call's worth.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace backplane::bench {
+
+class RecordedBatch {
+ public:
+  virtual ~RecordedBatch() = default;
+  // Replays the recorded calls once, between two events on the recording stream, and
+  // waits for them: the seconds between the events.
+  virtual double replay_seconds() = 0;
+};
+
+// The module's entry point (cuda_graph_batch.cpp): records `calls` calls of `step` on CUDA
+// device `device_index`, or returns null with the reason in `error` (NUL-terminated,
+// at most `error_size` bytes). C linkage, so the engine finds it with dlsym.
+using RecordCudaGraphFn = RecordedBatch* (*)(int device_index, const std::function<void()>* step, int64_t calls,
+                                            char* error, std::size_t error_size);
+inline constexpr const char* kRecordCudaGraphSymbol = "backplane_bench_record_cuda_graph";
+
+// Loads the module now, so that a build without it is refused when the run starts, not
+// row by row. Throws std::runtime_error naming the file it looked for and why it failed.
+void require_cuda_graph_module();
+
+// Records `calls` calls of `step` on `device` (CUDA). Throws std::runtime_error with the
+// reason where the calls cannot be recorded.
+std::unique_ptr<RecordedBatch> record_cuda_graph(c10::Device device, const std::function<void()>& step,
+                                                 int64_t calls);
+
+}  // namespace backplane::bench
