@@ -152,6 +152,23 @@ CurrentRow& row_for(const std::string& name, c10::Device device, const WorkloadF
   return row;
 }
 
+// Google Benchmark (1.7) aborts the process when the repetitions of a row ran different
+// iteration counts, a failed repetition included. So a failed run still counts out its
+// iterations, in the batches a timed run takes, and a row that failed once fails every
+// later run the same way (RowState::failed): a kernel that fails only in the third
+// repetition is a row reported as failed, not a lost run.
+struct RowState {
+  int64_t batch = 0;   // device rows: calls per timed batch, fixed on the first run
+  std::string failed;  // why the row failed, once it has
+};
+
+void fail_run(benchmark::State& state, const RowState& row) {
+  const int64_t batch = std::max<int64_t>(row.batch, 1);
+  while (state.KeepRunningBatch(batch)) {
+  }
+  state.SkipWithError(row.failed.c_str());
+}
+
 }  // namespace
 
 void set_min_time(double seconds) { min_time_seconds() = seconds; }
@@ -159,19 +176,22 @@ void set_min_time(double seconds) { min_time_seconds() = seconds; }
 void set_cuda_graph(bool enabled) { cuda_graph_enabled() = enabled; }
 
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
-  auto batch = std::make_shared<int64_t>(0);  // device rows: calls per timed batch, fixed on the first run
+  auto shared = std::make_shared<RowState>();
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, device, make = std::move(make),
-                                                        batch](benchmark::State& state) {
+                                                        shared](benchmark::State& state) {
+    RowState& row_state = *shared;
+    if (!row_state.failed.empty()) return fail_run(state, row_state);
     try {
       CurrentRow& row = row_for(name, device, make);
       const Workload& w = *row.workload;
       if (device.is_cpu()) run_on_cpu(state, w);
-      else run_on_device(state, device, w, *batch);
+      else run_on_device(state, device, w, row_state.batch);
       state.SetBytesProcessed(state.iterations() * w.bytes);
       state.SetItemsProcessed(state.iterations() * w.elements);
       state.SetLabel(w.label);
     } catch (const std::exception& e) {
-      state.SkipWithError(message_of(e).c_str());
+      row_state.failed = message_of(e);
+      fail_run(state, row_state);
     }
   });
   b->Unit(benchmark::kMicrosecond);

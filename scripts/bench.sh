@@ -30,5 +30,5 @@ if [[ " $* " != *" --backends "* ]]; then
   fi
   echo "make bench: backends $backends${chosen[2]:+, cuda rows from CUDA graphs}" >&2
 fi
-BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench "${chosen[@]}" --repetitions 3 --json "$BUILD/bench.json" \
+BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench "${chosen[@]}" --repetitions 3 --min-time 0.1 --json "$BUILD/bench.json" \
   --plot "$BUILD/bench.png" "$@"
