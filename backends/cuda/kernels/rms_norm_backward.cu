@@ -11,7 +11,8 @@
 //   sums (squares, grad * w * x); dx is stored from the registers (with up to 2 vectors a
 //   thread, the next row's are loaded before the barrier, to overlap it). Each thread also
 //   sums grad * x * r for its own columns over every row its block takes, and the block
-//   writes those sums as its row of `partial` ([blocks, n], float or double).
+//   writes those sums as its row of `partial` ([blocks, n], float or double; 16-byte
+//   stores: n is a whole number of vectors, so each block's row stays aligned).
 //   Needs unit-stride rows of whole vectors, 16-byte aligned (x, grad, weight, dx), and
 //   at most kMaxThreads * kMaxVecs vectors a row (8192 float32, 16384 bfloat16).
 // - strided rows kernel (anything else): a block per row, scalar loads through any
@@ -146,13 +147,25 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(LaunchControl launch,
       }
     }
   }
-  acc_t* partial = p.partial + blockIdx.x * p.n;
+  // Stored 16 bytes at a time: with one 4-byte store per element, a warp's store touched
+  // 8 (bfloat16) or 4 (float32) times the sectors it fills, and at decode shapes (a
+  // block per row, 32 KB of sums a block for rows of 8192) those stores took longer
+  // than reading the row.
+  using acc_vec_t = Vec16<acc_t>;
+  constexpr int A = kVectorWidth<acc_t>;
+  static_assert(V % A == 0, "a vector of the row's elements must fill whole vectors of sums");
+  auto* partial = reinterpret_cast<acc_vec_t*>(p.partial + blockIdx.x * p.n);
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int j = threadIdx.x + k * blockDim.x;
     if (j >= nvec) continue;
 #pragma unroll
-    for (int e = 0; e < V; ++e) partial[j * V + e] = dw[k][e];
+    for (int s = 0; s < V / A; ++s) {
+      acc_vec_t sums;
+#pragma unroll
+      for (int e = 0; e < A; ++e) sums.v[e] = dw[k][s * A + e];
+      partial[j * (V / A) + s] = sums;
+    }
   }
 }
 
