@@ -21,8 +21,9 @@ namespace backplane::bench {
 class RecordedBatch {
  public:
   virtual ~RecordedBatch() = default;
-  // Replays the recorded calls once, between two events on the recording stream, and
-  // waits for them: the seconds between the events.
+  // Replays the recorded calls once, between two events on the recording stream (after an
+  // untimed replay, so the launch's host latency falls outside), and waits for them: the
+  // seconds between the events.
   virtual double replay_seconds() = 0;
 };
 
@@ -37,8 +38,10 @@ inline constexpr const char* kRecordCudaGraphSymbol = "backplane_bench_record_cu
 // row by row. Throws std::runtime_error naming the file it looked for and why it failed.
 void require_cuda_graph_module();
 
-// Records `calls` calls of `step` on `device` (CUDA). Throws std::runtime_error with the
-// reason where the calls cannot be recorded.
+// Records `calls` calls of `step` on `device` (CUDA), after two warm-up calls on the
+// recording stream. The graph keeps the addresses of the tensors `step` uses: they must
+// outlive the RecordedBatch. Throws std::runtime_error with the reason where the calls
+// cannot be recorded.
 std::unique_ptr<RecordedBatch> record_cuda_graph(c10::Device device, const std::function<void()>& step,
                                                  int64_t calls);
 

@@ -162,6 +162,8 @@ struct RowState {
   std::string failed;  // why the row failed, once it has
 };
 
+// Only for a run whose timed loop has not finished: everything that can throw in a row's
+// function runs before the loop ends (a second FinishKeepRunning would abort).
 void fail_run(benchmark::State& state, const RowState& row) {
   const int64_t batch = std::max<int64_t>(row.batch, 1);
   while (state.KeepRunningBatch(batch)) {

@@ -14,21 +14,25 @@ if [ $# -gt 0 ] && [[ $1 != -* ]]; then
 fi
 python=$(cat "$BUILD/.python")
 source scripts/python_env.sh
+gpu_here() {
+  [ -f "$BUILD/lib/libbackplane_cuda.so" ] &&
+    "$python" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null
+}
 chosen=()
 if [[ " $* " != *" --backends "* ]]; then
   backends=${BACKPLANE_BACKENDS:-}
   if [ -z "$backends" ]; then
     backends=cpu
-    if [ -f "$BUILD/lib/libbackplane_cuda.so" ] &&
-       "$python" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
-      backends=cpu,cuda
-    fi
+    if gpu_here; then backends=cpu,cuda; fi
   fi
   chosen=(--backends "$backends")
-  if [[ ,$backends, == *,cuda,* ]] && [ -f "$BUILD/lib/backplane_bench_cuda_graph.so" ]; then
+  # Only where cuda rows will run: without a GPU the engine skips cuda, and --cuda-graph
+  # with no cuda backend left is refused.
+  if [[ ,$backends, == *,cuda,* ]] && [ -f "$BUILD/lib/backplane_bench_cuda_graph.so" ] && gpu_here; then
     chosen+=(--cuda-graph)
   fi
   echo "make bench: backends $backends${chosen[2]:+, cuda rows from CUDA graphs}" >&2
 fi
-BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench "${chosen[@]}" --repetitions 3 --min-time 0.1 --json "$BUILD/bench.json" \
-  --plot "$BUILD/bench.png" "$@"
+# ${chosen[@]+...}: an empty array under set -u is an error in bash before 4.4.
+BACKPLANE_PYTHON=$python exec "$BUILD/bin/backplane" bench ${chosen[@]+"${chosen[@]}"} --repetitions 3 --min-time 0.1 \
+  --json "$BUILD/bench.json" --plot "$BUILD/bench.png" "$@"

@@ -353,8 +353,13 @@ def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None
             continue
         if ra.cuda_graph != rb.cuda_graph:
             timed = {True: "as CUDA graph replays (--cuda-graph)", False: "as eager calls"}
-            raise ValueError(f"{'/'.join(key[:4])}: the base run timed it {timed[ra.cuda_graph]}, the new one "
-                             f"{timed[rb.cuda_graph]}; run both the same way")
+            row = "/".join(key[:4])
+            if base is new:  # two backends of one run: --cuda-graph times only cuda's rows
+                raise ValueError(f"{row}: {ra.backend} timed {timed[ra.cuda_graph]}, {rb.backend} "
+                                 f"{timed[rb.cuda_graph]}; --cuda-graph times cuda rows only, so compare "
+                                 f"these backends in a run without it")
+            raise ValueError(f"{row} on {ra.backend} / {rb.backend}: the base run timed it {timed[ra.cuda_graph]}, "
+                             f"the new one {timed[rb.cuda_graph]}; run both the same way")
         change = rb.median_us / ra.median_us - 1
         p = mann_whitney_p(ra.times_us, rb.times_us)
         significant = p is not None and p < alpha
@@ -449,8 +454,12 @@ def main(argv=None) -> int:
         extra = [f"--min-time={args.min_time}"] if args.min_time else []
         if args.interleave:
             extra.append("--benchmark_enable_random_interleaving=true")
-        results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json, quiet=True,
-                      extra=extra, cuda_graph=args.cuda_graph)
+        try:
+            results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json,
+                          quiet=True, extra=extra, cuda_graph=args.cuda_graph)
+        except RuntimeError as e:  # the engine refused (its reason is on stderr already) or failed
+            print(f"backplane bench: {e}", file=sys.stderr)
+            return 2
     # A run: the command that measured it (without the view flags). Runs read back with
     # --input: the command that makes this very table, flags and all.
     given = argv if argv is not None else sys.argv[1:]

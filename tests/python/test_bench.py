@@ -226,17 +226,35 @@ def test_cuda_graph_without_a_cuda_backend_is_refused_before_any_row():
     done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--cuda-graph", "--ops", "add"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no selected backend runs on a CUDA device" in done.stderr
+    # from Python: the engine's refusal is an exit code, not a traceback
+    assert bench.main(["--backends", "cpu", "--cuda-graph", "--ops", "add"]) == 2
 
 
 def test_cuda_graph_reaches_the_engine_from_python(monkeypatch, tmp_path):
     out = tmp_path / "r.json"
     out.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
     seen = {}
+    real_run = bench.run
     monkeypatch.setattr(bench, "run", lambda *a, **k: seen.update(k) or bench.load(out))
     assert bench.main(["--backends", "cuda", "--cuda-graph"]) == 0
     assert seen["cuda_graph"] is True
     bench.main(["--backends", "cuda"])
     assert seen["cuda_graph"] is False
+    # run() hands the engine the flag (the engine itself is not started here)
+    monkeypatch.setattr(bench, "run", real_run)
+    argv = []
+
+    def engine_stub(args, **kwargs):
+        argv.extend(args)
+        Path([a for a in args if a.startswith("--benchmark_out=")][0].split("=", 1)[1]).write_text(out.read_text())
+        return subprocess.CompletedProcess(args, 0)
+
+    monkeypatch.setattr(bench.subprocess, "run", engine_stub)
+    bench.run("cuda", cuda_graph=True)
+    assert "--cuda-graph" in argv and "--backends=cuda" in argv
+    argv.clear()
+    bench.run("cuda")
+    assert argv and "--cuda-graph" not in argv
 
 
 def test_runs_timed_differently_are_not_compared(tmp_path, capsys):
@@ -244,9 +262,16 @@ def test_runs_timed_differently_are_not_compared(tmp_path, capsys):
     for entry in graphs["benchmarks"]:
         entry["cuda_graph"] = 1
     assert all(r.cuda_graph for r in bench.rows(graphs)) and not any(r.cuda_graph for r in bench.rows(eager))
-    with pytest.raises(ValueError, match="add/backplane/1M_elements/float32: the base run timed it as eager calls, "
-                                         r"the new one as CUDA graph replays \(--cuda-graph\)"):
+    with pytest.raises(ValueError, match="add/backplane/1M_elements/float32 on cuda / cuda: the base run timed it as "
+                                         r"eager calls, the new one as CUDA graph replays \(--cuda-graph\)"):
         bench.compare(eager, graphs)
+    # two backends of one run, one of them graph-timed: said as such
+    both = {"context": {}, "benchmarks": graphs["benchmarks"] + [
+        dict(e, name=e["name"].replace("/cuda/", "/cpu/"), run_name=e["run_name"].replace("/cuda/", "/cpu/"))
+        for e in eager["benchmarks"]]}
+    with pytest.raises(ValueError, match=r"cpu timed as eager calls, cuda as CUDA graph replays \(--cuda-graph\); "
+                                         "--cuda-graph times cuda rows only"):
+        bench.compare(both, both, base_backend="cpu", new_backend="cuda")
     base, new = tmp_path / "eager.json", tmp_path / "graphs.json"
     base.write_text(json.dumps(eager))
     new.write_text(json.dumps(graphs))

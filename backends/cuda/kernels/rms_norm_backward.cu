@@ -148,9 +148,9 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(LaunchControl launch,
     }
   }
   // Stored 16 bytes at a time: with one 4-byte store per element, a warp's store touched
-  // 8 (bfloat16) or 4 (float32) times the sectors it fills, and at decode shapes (a
-  // block per row, 32 KB of sums a block for rows of 8192) those stores took longer
-  // than reading the row.
+  // 8 (bfloat16) or 4 (float32) times the sectors it fills (now 2 and 1), and at decode
+  // shapes (a block per row, 32 KB of sums a block for rows of 8192) those stores took
+  // longer than reading the row.
   using acc_vec_t = Vec16<acc_t>;
   constexpr int A = kVectorWidth<acc_t>;
   static_assert(V % A == 0, "a vector of the row's elements must fill whole vectors of sums");
@@ -232,6 +232,10 @@ at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor
   const int64_t grid = resident_row_blocks<Kernel>(x.device().index(), threads, p.rows);
   at::Tensor partial = workspace<acc_t>({grid, p.n}, x);
   p.partial = partial.mutable_data_ptr<acc_t>();
+  // rows_kernel stores whole 16-byte vectors of sums; CUDA allocators (a pluggable one
+  // included) hand out at least 256-byte aligned blocks, so this only guards that promise.
+  TORCH_INTERNAL_ASSERT(is_vector_aligned(p.partial), "backplane::rms_norm_backward: its workspace at ",
+                        static_cast<const void*>(p.partial), " is not 16-byte aligned");
   launch_kernel(Kernel, static_cast<unsigned>(grid), threads, stream, p);
   return partial;
 }
