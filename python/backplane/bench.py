@@ -479,7 +479,7 @@ def main(argv=None) -> int:
         elif args.compare_backends:
             a, b = args.compare_backends.split(",")
             comparisons = compare(results, results, args.threshold / 100, base_backend=a, new_backend=b)
-    except ValueError as e:
+    except (OSError, ValueError) as e:
         print(f"backplane bench: {e}", file=sys.stderr)
         return 2
     if args.compare or args.compare_backends:

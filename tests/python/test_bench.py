@@ -314,3 +314,13 @@ def test_cuda_graph_without_its_module_names_the_file(tmp_path):
                           text=True, timeout=120)
     assert done.returncode == 2
     assert f"--cuda-graph: cannot load {tmp_path / 'lib' / 'backplane_bench_cuda_graph.so'}" in done.stderr
+
+
+def test_a_missing_or_broken_base_file_is_an_error_message(tmp_path, capsys):
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    assert bench.main(["--input", str(run), "--compare", str(tmp_path / "absent.json")]) == 2
+    assert "absent.json" in capsys.readouterr().err
+    (tmp_path / "broken.json").write_text("{not json")
+    assert bench.main(["--input", str(run), "--compare", str(tmp_path / "broken.json")]) == 2
+    assert "broken.json: not a backplane bench (Google Benchmark) JSON file" in capsys.readouterr().err
