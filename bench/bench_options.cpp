@@ -30,12 +30,12 @@ BenchOptions take_bench_options(int* argc, char** argv) {
   std::map<std::string, std::optional<std::string>> values = {
       {"--backends", std::nullopt}, {"--ops", std::nullopt}, {"--dtypes", std::nullopt}, {"--shapes", std::nullopt},
       {"--min-time", std::nullopt}};
-  bool cuda_graph = false;
+  BenchOptions options;
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--cuda-graph") {  // the one flag without a value
-      cuda_graph = true;
+      options.cuda_graph = true;
       continue;
     }
     bool taken = false;
@@ -54,8 +54,6 @@ BenchOptions take_bench_options(int* argc, char** argv) {
   *argc = kept;
   argv[kept] = nullptr;
 
-  BenchOptions options;
-  options.cuda_graph = cuda_graph;
   std::string backends = values["--backends"].value_or("");
   if (!values["--backends"]) {
     const char* env = std::getenv("BACKPLANE_BACKENDS");

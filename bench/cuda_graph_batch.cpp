@@ -14,8 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <cstring>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <string>
@@ -108,10 +107,7 @@ class CudaGraphBatch final : public RecordedBatch {
 };
 
 void copy_message(const std::string& message, char* error, std::size_t error_size) {
-  if (error_size == 0) return;
-  const std::size_t n = std::min(message.size(), error_size - 1);
-  std::memcpy(error, message.data(), n);
-  error[n] = '\0';
+  std::snprintf(error, error_size, "%s", message.c_str());  // cut to fit, NUL-terminated
 }
 
 std::string message_of(const std::exception& e) {

@@ -108,11 +108,18 @@ int main(int argc, char** argv) {
       selected += (selected.empty() ? "" : ", ") + b.name + " (" + b.device.str() + ")";
       any_cuda = any_cuda || b.device.is_cuda();
     }
-    try {
-      if (!any_cuda) throw std::runtime_error("no selected backend runs on a CUDA device; selected: " + selected);
-      backplane::bench::require_cuda_graph_module();
-    } catch (const std::runtime_error& e) {
-      std::cerr << "backplane_bench: --cuda-graph: " << e.what() << "\n";
+    std::string refusal;
+    if (!any_cuda) {
+      refusal = "no selected backend runs on a CUDA device; selected: " + selected;
+    } else {
+      try {
+        backplane::bench::require_cuda_graph_module();
+      } catch (const std::runtime_error& e) {
+        refusal = e.what();
+      }
+    }
+    if (!refusal.empty()) {
+      std::cerr << "backplane_bench: --cuda-graph: " << refusal << "\n";
       return 2;
     }
   }

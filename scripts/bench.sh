@@ -14,21 +14,24 @@ if [ $# -gt 0 ] && [[ $1 != -* ]]; then
 fi
 python=$(cat "$BUILD/.python")
 source scripts/python_env.sh
-gpu_here() {
-  [ -f "$BUILD/lib/libbackplane_cuda.so" ] &&
-    "$python" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null
-}
 chosen=()
 if [[ " $* " != *" --backends "* ]]; then
   backends=${BACKPLANE_BACKENDS:-}
+  # Asked once, and only where cuda may be wanted (importing torch takes seconds): 1 where
+  # the CUDA plugin is built and a GPU is here.
+  gpu=0
+  if { [ -z "$backends" ] || [[ ,$backends, == *,cuda,* ]]; } && [ -f "$BUILD/lib/libbackplane_cuda.so" ] &&
+     "$python" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+    gpu=1
+  fi
   if [ -z "$backends" ]; then
     backends=cpu
-    if gpu_here; then backends=cpu,cuda; fi
+    if [ $gpu = 1 ]; then backends=cpu,cuda; fi
   fi
   chosen=(--backends "$backends")
   # Only where cuda rows will run: without a GPU the engine skips cuda, and --cuda-graph
   # with no cuda backend left is refused.
-  if [[ ,$backends, == *,cuda,* ]] && [ -f "$BUILD/lib/backplane_bench_cuda_graph.so" ] && gpu_here; then
+  if [[ ,$backends, == *,cuda,* ]] && [ -f "$BUILD/lib/backplane_bench_cuda_graph.so" ] && [ $gpu = 1 ]; then
     chosen+=(--cuda-graph)
   fi
   echo "make bench: backends $backends${chosen[2]:+, cuda rows from CUDA graphs}" >&2

@@ -354,7 +354,7 @@ def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None
         if ra.cuda_graph != rb.cuda_graph:
             timed = {True: "as CUDA graph replays (--cuda-graph)", False: "as eager calls"}
             row = "/".join(key[:4])
-            if base is new:  # two backends of one run: --cuda-graph times only cuda's rows
+            if base_backend or new_backend:  # two backends of one run: --cuda-graph times only cuda's rows
                 raise ValueError(f"{row}: {ra.backend} timed {timed[ra.cuda_graph]}, {rb.backend} "
                                  f"{timed[rb.cuda_graph]}; --cuda-graph times cuda rows only, so compare "
                                  f"these backends in a run without it")
