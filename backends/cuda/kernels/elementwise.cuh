@@ -5,20 +5,19 @@
 //
 // Two kernels, picked per call from the merged layout (strided_indexing.cuh):
 // - vectorized: every operand is one unit-stride run and their addresses share one
-//   offset modulo 16. A scalar head brings them to 16-byte alignment, then each block
-//   moves tiles of kUnroll x 256 16-byte vectors per operand (thread t takes vectors
-//   t, t + 256, ...: coalesced, and one tile is 16 KiB of contiguous memory), one tile
-//   per block, then a scalar tail. 64 bytes of reads in flight per input per thread;
-//   64-bit indices. An input of at most one vector per thread the device holds at once
-//   (1M float32 elements on an H100) takes vector_per_thread_kernel instead, as aten's
-//   vectorized kernel does for 16-bit types: one vector a thread in 128-thread blocks,
-//   about one wave, 32-bit indices, the vector path first. For 1M bfloat16 elements ncu
-//   counts the same instructions as aten's kernel (241664) and the same duration; 4-vector
-//   tiles gave 128 blocks of 80 registers there, 2.39 us of device time against
-//   torch.add's 2.00.
+//   offset modulo 16. Up to 2^31 - 1 elements, vector_per_thread_kernel: one 16-byte
+//   vector per operand a thread, 32-bit indices, the vector path first, threads past the
+//   last vector taking the scalar head (up to 16-byte alignment) and tail. Blocks of 128
+//   threads where the vectors fit the threads the device holds at once (1M float32
+//   elements on an H100; for 1M bfloat16 elements ncu counts the same instructions as
+//   aten's kernel, 241664, and the same duration), of 1024 threads past that (launch
+//   site says why). Larger inputs take vectorized_kernel: 64-bit indices, tiles of
+//   kUnroll x 256 vectors per operand (thread t takes vectors t, t + 256, ...:
+//   coalesced), one tile a block.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
-//   thread handles kItemsPerThread items (one, in 128-thread blocks, where the items fit
-//   the device's resident threads), all loads issued before the first store, offsets
+//   thread handles kItemsPerThread items in 256-thread blocks (single elements of 4 bytes
+//   or more: 2 in 512-thread blocks; one, in 128-thread blocks, where the items fit the
+//   device's resident threads), all loads issued before the first store, offsets
 //   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit. A
 //   layout that merges to one dimension (a sliced x[:, ::2] of a contiguous base) and
 //   fits 32 bits takes LinearOffsets instead: offset = index * stride, no division and
@@ -48,6 +47,7 @@
 #include <array>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 namespace backplane::cuda {
 
@@ -182,9 +182,9 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// Inputs the whole device holds at once: thread t takes vector t, and the threads past
-// the last vector take the scalar head and tail. The vector path comes first and its
-// indices are 32-bit, so a thread issues its loads after a few instructions.
+// Thread t takes vector t, and the threads past the last vector take the scalar head and
+// tail. The vector path comes first and its indices are 32-bit, so a thread issues its
+// loads after a few instructions.
 template <typename scalar_t, int kThreads, int NOUT, int NIN, typename Func>
 __global__ void __launch_bounds__(kThreads)
     vector_per_thread_kernel(LaunchControl launch, Func f, OutPtrArray<scalar_t, NOUT> out, PtrArray<scalar_t, NIN> in,
@@ -285,11 +285,18 @@ void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedL
   constexpr int N = NOUT + NIN;
   // One tile per block, as the vectorized path: on an H100 a resident-blocks grid looping
   // grid-stride left a sliced (stride 2) float32 add at 0.95x torch.add (bench/RESULTS.md).
-  constexpr int U = kItemsPerThread<scalar_t, W>;
+  // Single elements of 4 bytes or more take 512-thread blocks of 2 items a thread (the same
+  // 1024-item tile): a 64M-element stride-2 float32 add, from CUDA graphs on an H100
+  // beside torch.add (bench/probes/elementwise_tiles.py --sliced), read 0.997x as 256 x 4
+  // and 1.001x so (16M elements: 0.999x, 1.005x). 2-byte elements stay at 256 x 4 (1.12x
+  // there; 512 x 2 read 1.11x).
+  constexpr bool kWideScalars = W == 1 && sizeof(scalar_t) >= 4;
+  constexpr int kThreads = kWideScalars ? 512 : kBlockThreads;
+  constexpr int U = kWideScalars ? 2 : kItemsPerThread<scalar_t, W>;
   const int64_t n = layout.numel();
   if (!layout.fits_32bit()) {
-    launch_strided_tiles<scalar_t, W, NOUT, NIN, kBlockThreads, U>(stream, OffsetCalculator<N, int64_t>(layout), n,
-                                                                  out, in, f);
+    launch_strided_tiles<scalar_t, W, NOUT, NIN, kThreads, U>(stream, OffsetCalculator<N, int64_t>(layout), n, out,
+                                                             in, f);
     return;
   }
   auto launch_32bit = [&](const auto& calc) {
@@ -300,7 +307,7 @@ void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedL
       // from CUDA graphs, 3.5 -> 3.2 us float32, 2.9 -> 2.7 bfloat16 (bench/RESULTS.md).
       launch_strided_tiles<scalar_t, W, NOUT, NIN, 128, 1>(stream, calc, n, out, in, f);
     } else {
-      launch_strided_tiles<scalar_t, W, NOUT, NIN, kBlockThreads, U>(stream, calc, n, out, in, f);
+      launch_strided_tiles<scalar_t, W, NOUT, NIN, kThreads, U>(stream, calc, n, out, in, f);
     }
   };
   // One dimension: LinearOffsets. From CUDA graphs on an H100 (bench/RESULTS.md), a
@@ -346,23 +353,34 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
   if (same_misalignment) {
     const int64_t head = std::min<int64_t>(
         n, (kVectorBytes - misalignment(out[0])) % kVectorBytes / static_cast<int64_t>(sizeof(scalar_t)));
-    // One tile per block (the grid-stride loop only matters past 2^31 - 1 blocks).
-    // Measured on an H100 (bench/RESULTS.md): a grid of only the resident blocks,
-    // looping grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per
-    // block 98-101%. Streaming cache hints (__ldcs/__stcs) changed nothing.
     const int64_t vectors = (n - head) / kVectorWidth<scalar_t>;
-    if (vectors <= resident_threads(device) && n <= std::numeric_limits<int>::max()) {
-      // At most one vector per thread the device holds (1M float32 elements on an H100):
-      // one vector a thread in 128-thread blocks; the scalar head and tail take threads
-      // of their own past the last vector. (A functor heavy in registers fits fewer threads
-      // than that; it then takes a second, partial wave.)
-      constexpr int kThreads = 128;
+    if (n <= std::numeric_limits<int>::max()) {
+      // One vector a thread; the scalar head and tail take threads of their own past the
+      // last vector. Up to one vector per thread the device holds (1M float32 elements on
+      // an H100), 128-thread blocks: about one wave. (A functor heavy in registers fits
+      // fewer threads than that; it then takes a second, partial wave.) Past that,
+      // 1024-thread blocks: at 16M-64M elements on an H100, from CUDA graphs beside
+      // torch.add (bench/probes/elementwise_tiles.py, bench/RESULTS.md), the only shape
+      // of those tried (128-1024 threads x 1-8 vectors a thread, plain, read-only or
+      // streaming loads) at or above torch.add in every dtype: 64M bfloat16 1.002x,
+      // float32 1.008x, where this kernel's earlier 256 x 4 tiles read 0.994x and 1.000x.
       const int64_t scalars = n - vectors * kVectorWidth<scalar_t>;
-      const int64_t grid = blocks_for(vectors + scalars, kThreads, kMaxGridBlocks);
-      launch_kernel(vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func>, static_cast<unsigned>(grid),
-                    kThreads, stream, f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head),
-                    static_cast<int>(vectors));
+      auto launch_vector_per_thread = [&](auto threads) {
+        constexpr int kThreads = decltype(threads)::value;
+        const int64_t grid = blocks_for(vectors + scalars, kThreads, kMaxGridBlocks);
+        launch_kernel(vector_per_thread_kernel<scalar_t, kThreads, NOUT, NIN, Func>, static_cast<unsigned>(grid),
+                      kThreads, stream, f, out_ptrs, in_ptrs, static_cast<int>(n), static_cast<int>(head),
+                      static_cast<int>(vectors));
+      };
+      if (vectors <= resident_threads(device))
+        launch_vector_per_thread(std::integral_constant<int, 128>{});
+      else
+        launch_vector_per_thread(std::integral_constant<int, kMaxBlockThreads>{});
     } else {
+      // Past 2^31 - 1 elements, 64-bit indices: tiles of kBlockThreads x kUnroll vectors,
+      // one a block (the grid-stride loop only matters past 2^31 - 1 blocks). Measured on
+      // an H100 (bench/RESULTS.md): a grid of only the resident blocks, looping
+      // grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per block 98-101%.
       const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
       launch_kernel(vectorized_kernel<scalar_t, NOUT, NIN, Func>, static_cast<unsigned>(grid), kBlockThreads, stream, f,
                     out_ptrs, in_ptrs, n, head);
