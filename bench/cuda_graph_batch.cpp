@@ -46,8 +46,8 @@ class CudaGraphBatch final : public RecordedBatch {
   CudaGraphBatch(c10::DeviceIndex device, const std::function<void()>& step, int64_t calls)
       : device_(device),
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)),
-        start_(device),
-        stop_(device) {
+        start_{TimingEvent(device), TimingEvent(device)},
+        stop_{TimingEvent(device), TimingEvent(device)} {
     const c10::cuda::CUDAGuard device_guard(device_);
     // The inputs were made on the current stream: the recording stream starts after them.
     c10::cuda::device_synchronize();
@@ -80,17 +80,31 @@ class CudaGraphBatch final : public RecordedBatch {
     C10_CUDA_CHECK(cudaStreamSynchronize(stream_.stream()));
   }
 
+  // Waits for what is still queued: the replay the last call left in flight writes into
+  // tensors that may be freed once this batch is gone.
+  ~CudaGraphBatch() override {
+    if (in_flight_) (void)cudaStreamSynchronize(stream_.stream());
+  }
+
+  // Each call queues the next timed replay before it waits for the one in flight, so the
+  // device goes from one replay to the next without waiting for the host and no launch's
+  // host latency falls between a pair of events. (Waiting before queuing the next one
+  // left that latency inside every interval; an untimed replay ahead of each timed one
+  // kept it out at twice the device time.) The first call queues one untimed replay ahead
+  // of its interval for the same reason; the last leaves one replay unused.
   double replay_seconds() override {
     const c10::cuda::CUDAGuard device_guard(device_);
-    // One untimed replay queued ahead of the start event keeps the device busy while the
-    // host launches the timed one, so the launch's host latency is not counted.
-    replay();
-    C10_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.stream()));
-    replay();
-    C10_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.stream()));
-    C10_CUDA_CHECK(cudaEventSynchronize(stop_.get()));
+    if (!in_flight_) {
+      replay();
+      queue_timed_replay(next_);
+      in_flight_ = true;
+    }
+    const int current = next_;
+    next_ ^= 1;
+    queue_timed_replay(next_);
+    C10_CUDA_CHECK(cudaEventSynchronize(stop_[current].get()));
     float ms = 0;
-    C10_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
+    C10_CUDA_CHECK(cudaEventElapsedTime(&ms, start_[current].get(), stop_[current].get()));
     return static_cast<double>(ms) * 1e-3;
   }
 
@@ -100,10 +114,19 @@ class CudaGraphBatch final : public RecordedBatch {
     graph_.replay();
   }
 
+  void queue_timed_replay(int slot) {
+    C10_CUDA_CHECK(cudaEventRecord(start_[slot].get(), stream_.stream()));
+    replay();
+    C10_CUDA_CHECK(cudaEventRecord(stop_[slot].get(), stream_.stream()));
+  }
+
   c10::DeviceIndex device_;
   c10::cuda::CUDAStream stream_;
   at::cuda::CUDAGraph graph_;
-  TimingEvent start_, stop_;
+  // Two intervals, used in turn: one being waited for, the next already queued.
+  TimingEvent start_[2], stop_[2];
+  int next_ = 0;
+  bool in_flight_ = false;
 };
 
 void copy_message(const std::string& message, char* error, std::size_t error_size) {

@@ -21,9 +21,9 @@ namespace backplane::bench {
 class RecordedBatch {
  public:
   virtual ~RecordedBatch() = default;
-  // Replays the recorded calls once, between two events on the recording stream (after an
-  // untimed replay, so the launch's host latency falls outside), and waits for them: the
-  // seconds between the events.
+  // Replays the recorded calls once, between two events on the recording stream, and
+  // waits for them: the seconds between the events. The next replay is queued before the
+  // wait, so no launch's host latency falls between the events (cuda_graph_batch.cpp).
   virtual double replay_seconds() = 0;
 };
 
