@@ -1,6 +1,6 @@
 """The device timer the Python benchmarks share: CUDA events on a GPU, the wall clock
 elsewhere, from a synchronize to a synchronize (an npu op returns with its work queued on
-a stream; a cpu op with its work done)."""
+a stream; a cpu op with its work done). Also the CUDA graph capture they share (graphed)."""
 from __future__ import annotations
 
 import statistics
@@ -43,6 +43,22 @@ def interleaved_device_ms(fns, device, reps=50, rounds=7):
         for name, fn in (order if r % 2 == 0 else reversed(order)):
             times[name].append(_batch_ms(fn, device, reps))
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def graphed(step, calls=1):
+    """`calls` calls of `step` captured in one CUDA graph after a warm-up on a side stream;
+    returns its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            step()
+    return graph.replay
 
 
 def device_ms(fn, device, reps=50, rounds=7):

@@ -51,7 +51,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import backplane  # noqa: E402
 from backplane.formula import Formula  # noqa: E402
-from device_timer import device_ms, interleaved_device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
+from device_timer import device_ms, graphed, interleaved_device_ms  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 
 def chosen_presets(op, shapes: str):
@@ -234,22 +234,6 @@ def fwd_bwd(forward, inputs):
     def step():
         torch.autograd.grad(forward(), inputs, grad)
     return step
-
-
-def graphed(step, calls=1):
-    """`calls` calls of `step` captured in one CUDA graph after a warm-up on a side stream;
-    returns its replay."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            step()
-    return graph.replay
 
 
 def profile_table(step, device) -> str:

@@ -176,28 +176,34 @@ int launch_stride2(int threads, int items_per_thread, int mode, void* out, const
   return -1;
 }
 
+// f(T{}) for the element type `dtype` names (0 float32, 1 bfloat16, 2 float16), or -1.
+template <typename F>
+int with_dtype(int dtype, F f) {
+  switch (dtype) {
+    case 0: return f(float{});
+    case 1: return f(__nv_bfloat16{});
+    case 2: return f(__half{});
+  }
+  return -1;
+}
+
 }  // namespace
 
 // Inputs x[::2] of contiguous bases, a contiguous output of n elements (see launch_stride2).
 extern "C" int probe_add_stride2(int dtype, int threads, int items_per_thread, int mode, void* out, const void* a,
                                  const void* b, int64_t n, void* stream) {
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case 0: return launch_stride2<float>(threads, items_per_thread, mode, out, a, b, n, s);
-    case 1: return launch_stride2<__nv_bfloat16>(threads, items_per_thread, mode, out, a, b, n, s);
-    case 2: return launch_stride2<__half>(threads, items_per_thread, mode, out, a, b, n, s);
-  }
-  return -1;
+  const auto s = static_cast<cudaStream_t>(stream);
+  return with_dtype(dtype, [&](auto t) {
+    return launch_stride2<decltype(t)>(threads, items_per_thread, mode, out, a, b, n, s);
+  });
 }
 
-// dtype: 0 float32, 1 bfloat16, 2 float16; mode: as load() and store(). Returns a cudaError_t, or -1 for a variant not built.
-extern "C" int probe_add(int dtype, int threads, int vecs, int mode, void* out, const void* a, const void* b, int64_t nvec,
-                         void* stream) {
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case 0: return launch_variant<float>(threads, vecs, mode, out, a, b, nvec, s);
-    case 1: return launch_variant<__nv_bfloat16>(threads, vecs, mode, out, a, b, nvec, s);
-    case 2: return launch_variant<__half>(threads, vecs, mode, out, a, b, nvec, s);
-  }
-  return -1;
+// dtype as with_dtype; mode: as load() and store(). Returns a cudaError_t, or -1 for a
+// variant not built.
+extern "C" int probe_add(int dtype, int threads, int vecs, int mode, void* out, const void* a, const void* b,
+                         int64_t nvec, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  return with_dtype(dtype, [&](auto t) {
+    return launch_variant<decltype(t)>(threads, vecs, mode, out, a, b, nvec, s);
+  });
 }

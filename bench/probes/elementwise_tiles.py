@@ -17,10 +17,14 @@ import ctypes
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: device_timer
+from device_timer import graphed  # noqa: E402
 
 DTYPES = {"float32": (0, torch.float32), "bfloat16": (1, torch.bfloat16), "float16": (2, torch.float16)}
 # (threads a block, vectors a thread, load/store mode: 0 plain, 1 __ldg, 2 __ldcs/__stcs, 3 __stcs)
@@ -48,20 +52,6 @@ def build(tmp: Path) -> ctypes.CDLL:
     return lib
 
 
-def graph_of(fn, calls):
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    return g
-
-
 def print_kernels(label, fns):
     """The device kernels `fns` launch, with their launch configuration, from a profiler trace."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,7 +76,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--aten-kernels", action="store_true",
-                    help="first print the kernel, grid, block and registers torch.add and copy_ launch (torch.profiler)")
+                    help="first print the kernel, grid, block and registers torch.add and copy_ launch "
+                         "(torch.profiler)")
     ap.add_argument("--sliced", action="store_true", help="inputs x[::2] of contiguous bases (the 64M_sliced preset)")
     args = ap.parse_args()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
@@ -111,23 +102,23 @@ def main() -> int:
                         assert rc == 0, f"launch {th}x{u}{modes[m]}: error {rc}"
                     return call
 
-                if args.aten_kernels:
-                    print_kernels(f"{n} {name}", [lambda: torch.add(a, b, out=c), lambda: c.copy_(a)])
                 rows = {"torch.add": lambda: torch.add(a, b, out=c), "copy_": lambda: c.copy_(a)}
+                if args.aten_kernels:
+                    print_kernels(f"{n} {name}", list(rows.values()))
                 for th, u, m in SLICED_VARIANTS if args.sliced else VARIANTS:
                     c.zero_()
                     variant(th, u, m)()
                     torch.cuda.synchronize()
                     assert torch.equal(c, expected), f"{th}x{u}{modes[m]} {name}: wrong result"
                     rows[f"{th}x{u}{modes[m]}"] = variant(th, u, m)
-                graphs = {k: graph_of(fn, args.calls) for k, fn in rows.items()}
+                replays = {k: graphed(fn, args.calls) for k, fn in rows.items()}
                 times = {k: [] for k in rows}
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 for _ in range(args.rounds):
-                    for k, g in graphs.items():
-                        g.replay()  # untimed: the first replay after another graph pays its upload
+                    for k, replay in replays.items():
+                        replay()  # untimed: the device is busy while the timed replay is launched
                         start.record()
-                        g.replay()
+                        replay()
                         end.record()
                         end.synchronize()
                         times[k].append(start.elapsed_time(end) * 1000 / args.calls)
