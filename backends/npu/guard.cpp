@@ -1,5 +1,6 @@
 // The device guard: current device, streams and events for c10 (DeviceGuard,
 // StreamGuard, torch.Stream, torch.Event, torch.accelerator all come here).
+#include "launch.h"
 #include "npu_stream.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -72,7 +73,9 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     return event == nullptr || npuEventQuery(as_event(event)) == npuSuccess;
   }
   void synchronizeEvent(void* event) const override {
-    if (event != nullptr) check(npuEventSynchronize(as_event(event)), "synchronizing an event");
+    if (event == nullptr) return;
+    check(npuEventSynchronize(as_event(event)), "synchronizing an event");
+    release_finished_work();
   }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
     npuEventDestroy(as_event(event));

@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace backplane::npu {
 namespace {
@@ -14,6 +16,17 @@ struct Task {
   std::function<void()> fn;
 };
 
+// Tasks that have run, with what they captured. A worker never destroys them: the last
+// reference to a tensor that has a Python object calls decref_pyobject, which takes the
+// GIL, and the thread holding the GIL may be waiting for this very worker (a copy to
+// the host synchronizes with the GIL held; Inductor's first compile does exactly that).
+// The threads that queue or wait for work destroy them instead (release_finished_work).
+std::mutex g_finished_mutex;
+std::vector<std::unique_ptr<Task>>& finished_tasks() {
+  static auto* tasks = new std::vector<std::unique_ptr<Task>>();  // never destroyed: workers outlive statics
+  return *tasks;
+}
+
 void run_task(void* data) {
   std::unique_ptr<Task> task(static_cast<Task*>(data));
   try {
@@ -23,11 +36,24 @@ void run_task(void* data) {
   } catch (const std::exception& e) {
     npuStreamSetError(task->stream, (task->what + ": " + e.what()).c_str());
   }
+  std::lock_guard<std::mutex> lock(g_finished_mutex);
+  finished_tasks().push_back(std::move(task));
 }
 
 }  // namespace
 
+void release_finished_work() {
+  std::vector<std::unique_ptr<Task>> done;
+  {
+    std::lock_guard<std::mutex> lock(g_finished_mutex);
+    done.swap(finished_tasks());
+  }
+  // Destroyed here, outside the lock: a tensor's deleter may queue or wait for work and
+  // so come back here.
+}
+
 void launch_on(const c10::Stream& stream, std::string what, std::function<void()> fn) {
+  release_finished_work();
   npuStream_t s = native(stream);
   auto task = std::make_unique<Task>(Task{s, std::move(what), std::move(fn)});
   check(npuLaunchHostFunc(s, &run_task, task.get()), "queueing work on a stream");

@@ -12,11 +12,19 @@ namespace backplane::npu {
 
 // Queues fn on the current stream of device `index`; it runs on that stream's worker
 // after everything queued before it, and the call returns at once. Tensors captured
-// by value in fn stay alive (and their memory allocated) until fn has run. A failure
-// inside fn is reported, naming `what`, by the next synchronize of that stream.
+// by value in fn stay alive (and their memory allocated) until fn has run, and are
+// released later by a thread that queues or waits for work (release_finished_work),
+// never by the worker. A failure inside fn is reported, naming `what`, by the next
+// synchronize of that stream.
 void launch(c10::DeviceIndex index, std::string what, std::function<void()> fn);
 // The same on a given stream.
 void launch_on(const c10::Stream& stream, std::string what, std::function<void()> fn);
+
+// Destroys the functions that have run, and the tensors they captured, on the calling
+// thread. A worker must never need the GIL, and dropping the last reference to a tensor
+// with a Python object does. Called by launch and synchronize; memory stays held until
+// the next of those.
+void release_finished_work();
 
 // Inside a launched fn only: a CPU tensor over t's memory (same sizes, strides, dtype,
 // conj and neg bits), so the emulated kernel can compute with ATen's CPU code. CPU

@@ -1,5 +1,7 @@
 #include "npu_stream.h"
 
+#include "launch.h"
+
 #include <c10/util/Exception.h>
 
 #include <array>
@@ -50,7 +52,13 @@ c10::DeviceIndex current_device() {
   return static_cast<c10::DeviceIndex>(d);
 }
 
+void check_config() {
+  const char* error = npuGetConfigError();
+  TORCH_CHECK(error == nullptr, "backplane npu: ", error);
+}
+
 void check_index(c10::DeviceIndex index) {
+  check_config();
   TORCH_CHECK(index >= 0 && index < device_count(), "backplane npu: device index ", int(index),
               " out of range; expected 0 <= index < ", int(device_count()));
 }
@@ -97,7 +105,9 @@ c10::Stream pool_stream(c10::DeviceIndex index) {
 
 void synchronize(const c10::Stream& stream) {
   npuStream_t s = native(stream);
-  if (npuStreamSynchronize(s) == npuSuccess) return;
+  const npuError_t status = npuStreamSynchronize(s);
+  release_finished_work();
+  if (status == npuSuccess) return;
   char message[1024];
   npuStreamGetError(s, message, sizeof message);
   TORCH_CHECK(false, "backplane npu: work queued on ", stream.device(), " stream ", stream.id(), " failed: ", message);

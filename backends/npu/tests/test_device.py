@@ -71,3 +71,37 @@ def test_errors_name_the_device():
         torch.empty(2, device=f"npu:{torch.npu.device_count() + 5}")
     with pytest.raises((RuntimeError, torch.OutOfMemoryError), match="npu"):
         torch.empty(1 << 50, device="npu")
+
+
+def test_freeing_on_workers_never_waits_for_the_gil():
+    # A queued task holds a reference to a tensor that has a Python object; the main
+    # thread waits for the stream with the GIL held (as Inductor's first compile does in a
+    # device copy; here a synchronize through ctypes.PyDLL, which keeps the GIL). Were the
+    # worker to drop that reference, it would wait in decref_pyobject for the GIL while
+    # the main thread waits for it. The delay makes every task finish while the main
+    # thread is already waiting; before the fix this hung at the first iteration.
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import ctypes, torch, backplane
+backplane.load("npu")
+holding = ctypes.PyDLL(torch.npu._lib._name)
+sync = holding.backplane_npu_synchronize
+sync.argtypes, sync.restype = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int
+message = ctypes.create_string_buffer(256)
+for i in range(300):
+    x = torch.full((64,), float(i), device="npu")
+    x.fill_(2.0)                         # queued: the task holds x
+    del x                                # the task's reference is the last C++ one
+    assert sync(0, message, 256) == 0, message.value
+    assert torch.ones(4, device="npu").sum().item() == 4  # a copy to the host
+print("done")
+"""
+    env = {**os.environ, "BACKPLANE_NPU_TASK_DELAY_MS": "1"}
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("npu work and the GIL deadlocked: a stream worker waited for the GIL")
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
