@@ -43,8 +43,15 @@ c10::DeviceIndex device_index(int device) {
 
 BACKPLANE_NPU_C_API int backplane_npu_device_count() { return backplane::npu::device_count(); }
 
+// 0, or 1 with a message naming a malformed driver setting: the Python module refuses to
+// install torch.npu over a device of another shape than was asked for.
+BACKPLANE_NPU_C_API int backplane_npu_check_config(char* message, size_t size) {
+  return guarded(message, size, [] { backplane::npu::check_config(); });
+}
+
 // out[0]: bytes allocated now, out[1]: peak since start or reset, out[2]: live allocations.
 BACKPLANE_NPU_C_API int backplane_npu_memory_stats(int device, int64_t* out) {
+  backplane::npu::release_finished_work();  // what finished work held counts as freed, as the host sees it
   npuMemStats stats{};
   const npuError_t status = npuMemGetStats(device, &stats);
   if (status != npuSuccess) return status;
@@ -54,7 +61,9 @@ BACKPLANE_NPU_C_API int backplane_npu_memory_stats(int device, int64_t* out) {
   return 0;
 }
 
-BACKPLANE_NPU_C_API int backplane_npu_reset_peak(int device) { return npuMemResetPeak(device); }
+BACKPLANE_NPU_C_API int backplane_npu_reset_peak(int device, char* message, size_t size) {
+  return guarded(message, size, [&] { backplane::npu::check(npuMemResetPeak(device_index(device)), "resetting peak memory"); });
+}
 
 // Test switches (see runtime/npu_runtime.h).
 BACKPLANE_NPU_C_API void backplane_npu_set_skip_host_waits(int skip) { npuTestSetSkipHostWaits(skip != 0); }

@@ -17,7 +17,9 @@ constexpr int kPoolSize = 4;
 // TORCH_CHECK on a driver status, naming what was being done and the driver's error.
 void check(npuError_t status, const char* what);
 
-c10::DeviceIndex device_count();
+c10::DeviceIndex device_count();  // 0 when the driver's settings are malformed
+// Raises naming a malformed driver setting (BACKPLANE_NPU_DEVICE_COUNT=3x).
+void check_config();
 c10::DeviceIndex current_device();
 // "device index 5 out of range; expected 0 <= index < 2"
 void check_index(c10::DeviceIndex index);

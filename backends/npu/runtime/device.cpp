@@ -1,19 +1,33 @@
 // Devices, error strings and the test switches of the emulated driver.
 #include "internal.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
 namespace npu_runtime {
 namespace {
 
-int env_int(const char* name, int fallback, int lowest) {
+// The first malformed setting, as a message (empty: none). A bad value is never
+// replaced by a default: the device would silently have another shape than asked for.
+std::string& config_error() {
+  static auto* error = new std::string();
+  return *error;
+}
+
+int env_int(const char* name, int fallback, int lowest, int highest) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long value = std::strtol(text, &end, 10);
-  return (*end == '\0' && value >= lowest && value <= 64) ? static_cast<int>(value) : fallback;
+  if (errno == 0 && *end == '\0' && value >= lowest && value <= highest) return static_cast<int>(value);
+  if (config_error().empty())
+    config_error() = std::string(name) + "='" + text + "': expected an integer from " + std::to_string(lowest) +
+                     " to " + std::to_string(highest);
+  return -1;
 }
 
 std::atomic<bool> g_skip_host_waits{false};
@@ -22,7 +36,7 @@ thread_local int t_current_device = 0;
 }  // namespace
 
 int device_count() {
-  static const int count = env_int("BACKPLANE_NPU_DEVICE_COUNT", 2, 0);
+  static const int count = env_int("BACKPLANE_NPU_DEVICE_COUNT", 2, 0, 64);
   return count;
 }
 
@@ -31,7 +45,7 @@ bool valid_device(int device) { return device >= 0 && device < device_count(); }
 bool skip_host_waits() { return g_skip_host_waits.load(); }
 
 int task_delay_ms() {
-  static const int delay = env_int("BACKPLANE_NPU_TASK_DELAY_MS", 0, 0);
+  static const int delay = std::max(0, env_int("BACKPLANE_NPU_TASK_DELAY_MS", 0, 0, 60000));
   return delay;
 }
 
@@ -53,8 +67,14 @@ const char* npuGetErrorString(npuError_t error) {
 
 npuError_t npuGetDeviceCount(int* count) {
   if (count == nullptr) return npuErrorInvalidValue;
-  *count = device_count();
-  return npuSuccess;
+  *count = std::max(0, device_count());
+  return device_count() < 0 ? npuErrorInvalidValue : npuSuccess;
+}
+
+const char* npuGetConfigError() {
+  device_count();
+  task_delay_ms();
+  return config_error().empty() ? nullptr : config_error().c_str();
 }
 
 npuError_t npuGetDevice(int* device) {

@@ -31,7 +31,11 @@ typedef void (*npuHostFn_t)(void* user_data);
 const char* npuGetErrorString(npuError_t error);
 
 // --- devices --------------------------------------------------------------------
+// npuErrorInvalidValue (and 0 devices) when BACKPLANE_NPU_DEVICE_COUNT is malformed.
 npuError_t npuGetDeviceCount(int* count);
+// The driver's settings (BACKPLANE_NPU_DEVICE_COUNT, BACKPLANE_NPU_TASK_DELAY_MS): a
+// message naming a malformed one, or null.
+const char* npuGetConfigError();
 npuError_t npuGetDevice(int* device);  // this thread's current device (default 0)
 npuError_t npuSetDevice(int device);
 npuError_t npuDeviceSynchronize(int device);  // every stream of the device

@@ -55,7 +55,8 @@ def on_load(plugin_path: str) -> None:
         ("backplane_npu_set_device", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_synchronize", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_memory_stats", [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)], ctypes.c_int),
-        ("backplane_npu_reset_peak", [ctypes.c_int], ctypes.c_int),
+        ("backplane_npu_reset_peak", [ctypes.c_int, *msg], ctypes.c_int),
+        ("backplane_npu_check_config", msg, ctypes.c_int),
         ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
         ("backplane_npu_hold_current_stream", [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), *msg], ctypes.c_int),
         ("backplane_npu_release", [ctypes.c_void_p], ctypes.c_int),
@@ -63,6 +64,9 @@ def on_load(plugin_path: str) -> None:
     ]:
         getattr(lib, fn).argtypes = args
         getattr(lib, fn).restype = res
+    buf = ctypes.create_string_buffer(1024)
+    if lib.backplane_npu_check_config(buf, len(buf)) != 0:
+        raise RuntimeError(buf.value.decode(errors="replace"))
     _lib = lib
     atexit.register(_drain_at_exit)
     if not hasattr(torch, "npu"):
@@ -196,7 +200,7 @@ def current_device() -> int:
 
 
 def set_device(device) -> None:
-    _checked("backplane_npu_set_device", _index(device))
+    _checked("backplane_npu_set_device", _checked_index(device))
 
 
 @contextlib.contextmanager
@@ -211,7 +215,7 @@ def device(device):
 
 def synchronize(device=None) -> None:
     """Waits for every stream of the device; raises if queued work failed."""
-    _checked("backplane_npu_synchronize", _index(device))
+    _checked("backplane_npu_synchronize", _checked_index(device))
 
 
 class Stream(torch.Stream):
@@ -254,7 +258,7 @@ def stream(s: torch.Stream):
 
 def memory_stats(device=None) -> dict:
     out = (ctypes.c_int64 * 3)()
-    if _lib.backplane_npu_memory_stats(_index(device), out) != 0:
+    if _lib.backplane_npu_memory_stats(_checked_index(device), out) != 0:
         raise RuntimeError(f"backplane npu: no device {device!r}; expected 0 <= index < {device_count()}")
     return {"allocated_bytes": out[0], "peak_allocated_bytes": out[1], "allocations": out[2]}
 
@@ -268,7 +272,7 @@ def max_memory_allocated(device=None) -> int:
 
 
 def reset_peak_memory_stats(device=None) -> None:
-    _lib.backplane_npu_reset_peak(_index(device))
+    _checked("backplane_npu_reset_peak", _checked_index(device))
 
 
 def manual_seed(seed: int) -> None:
@@ -310,10 +314,10 @@ class _Hold:
 def _hold_stream(device=None) -> _Hold:
     """Holds the device's current stream: work queued after this waits for release(). Tests only."""
     handle = ctypes.c_void_p()
-    _checked("backplane_npu_hold_current_stream", _index(device), ctypes.byref(handle))
+    _checked("backplane_npu_hold_current_stream", _checked_index(device), ctypes.byref(handle))
     return _Hold(handle.value)
 
 
 def _queue_failure(message: str, device=None) -> None:
     """Queues work that fails with `message`; the next synchronize raises it. Tests only."""
-    _checked("backplane_npu_queue_failure", _index(device), message.encode())
+    _checked("backplane_npu_queue_failure", _checked_index(device), message.encode())
