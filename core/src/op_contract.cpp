@@ -1,5 +1,6 @@
 #include <backplane/op_contract.h>
 
+#include "memory_overlap.h"
 #include "shape_rules/shape_rules.h"
 
 #include <ATen/EmptyTensor.h>
@@ -10,6 +11,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <utility>
@@ -67,26 +69,20 @@ at::Tensor empty_from(c10::Allocator* allocator, c10::DispatchKey key, c10::IntA
   return at::detail::empty_generic(sizes, allocator, keys, dtype, std::nullopt);
 }
 
-// Whether an out argument and an input may share an element in a way the kernel
-// cannot handle: anything but "the same elements, the same layout" or "no common
-// memory". at::get_overlap_status answers TooHard for every non-dense view (t[::2]);
-// then views of one storage are compared by the byte ranges they can reach, and
-// interleaved ones are refused, since they cannot be told apart cheaply.
-bool unsafe_overlap(const at::Tensor& out, const at::Tensor& in) {
-  const at::MemOverlapStatus status = at::get_overlap_status(out, in);
-  if (status == at::MemOverlapStatus::No || status == at::MemOverlapStatus::Full) return false;
-  if (status == at::MemOverlapStatus::Partial) return true;
-  if (!out.storage().is_alias_of(in.storage())) return false;
-  if (out.storage_offset() == in.storage_offset() && out.sizes() == in.sizes() && out.strides() == in.strides())
-    return false;  // the same view twice
-  auto byte_range = [](const at::Tensor& t) {
-    int64_t last = t.storage_offset();
-    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);  // strides are >= 0 in torch
-    return std::pair<int64_t, int64_t>(t.storage_offset() * t.itemsize(), (last + 1) * t.itemsize());
-  };
-  const auto [out_begin, out_end] = byte_range(out);
-  const auto [in_begin, in_end] = byte_range(in);
-  return out_begin < in_end && in_begin < out_end;
+// A written tensor two of whose indices reach one element: the kernel's result would
+// depend on its order of writes, so it is refused, on every backend and in the Meta kernel.
+void check_written(const std::string& op, const std::string& arg, const at::Tensor& t) {
+  // Inference tensors have no autograd keys, so this is the one check every path passes.
+  TORCH_CHECK(!t.is_inference() || c10::InferenceMode::is_enabled(), op, ": argument '", arg,
+              "' is an inference tensor, written outside torch.inference_mode(); PyTorch refuses in-place updates "
+              "to inference tensors there too. Write to a clone, or call inside torch.inference_mode().");
+  if (!has_memory_layout(t)) return;
+  const detail::Overlap overlap = detail::internal_overlap(t);
+  TORCH_CHECK_VALUE(overlap == detail::Overlap::No, op, ": argument '", arg, "' is written but ",
+                    overlap == detail::Overlap::Yes ? "two of its indices reach the same element"
+                                                    : "its elements may overlap (a layout too large to check)",
+                    " (sizes ", t.sizes(), ", strides ", t.strides(), "); pass a tensor whose elements do not alias, "
+                    "e.g. a .clone()");
 }
 
 }  // namespace
@@ -127,10 +123,26 @@ void OpContract::check_tensors(c10::ArrayRef<c10::IValue> args) const {
   }
 }
 
+// A Scalar argument must be a number the tensors' dtype can take, as ATen requires
+// (torch.add(a, b, alpha=True) is refused there too): checked here, so every backend
+// refuses at the call, not inside queued work.
+void OpContract::check_scalars(c10::ArrayRef<c10::IValue> args) const {
+  if (tensor_positions_.empty()) return;
+  const c10::ScalarType dtype = args[tensor_positions_[0]].toTensor().scalar_type();
+  for (size_t i = 0; i < def_->arguments.size(); ++i) {
+    if (def_->arguments[i].type()->kind() != c10::TypeKind::NumberType) continue;
+    const c10::IValue& value = args[i];
+    const char* found = value.isBool() ? "a bool" : value.isComplexDouble() && !c10::isComplexType(dtype) ? "a complex number" : nullptr;
+    TORCH_CHECK_TYPE(found == nullptr, qualified_name_, ": argument '", def_->arguments[i].name(), "' is ", found,
+                     " (", value, "); expected a real number for tensors of dtype ", dtype_name(dtype));
+  }
+}
+
 std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) const {
   TORCH_INTERNAL_ASSERT(args.size() == def_->arg_names.size(), qualified_name_, ": expected ",
                         def_->arg_names.size(), " arguments, got ", args.size());
   check_tensors(args);
+  check_scalars(args);
   return rule_sizes(0, args);
 }
 
@@ -154,22 +166,20 @@ std::vector<c10::SymInt> OpContract::rule_sizes(size_t which, c10::ArrayRef<c10:
     }
     case ShapeRuleKind::InPlace: {
       const at::Tensor& x = tensor(0);
-      TORCH_CHECK_VALUE(!has_memory_layout(x) || at::has_internal_overlap(x) != at::MemOverlap::Yes, qualified_name_, ": argument '",
-                        rule.args[0], "' is written in place but has overlapping memory (an expanded view, sizes ",
-                        x.sym_sizes(), ", strides ", x.sym_strides(), "); pass a tensor whose elements do not alias");
+      check_written(qualified_name_, rule.args[0], x);
       return sizes_of(x);
     }
     case ShapeRuleKind::Out: {
       const at::Tensor& out = tensor(0);
-      TORCH_CHECK_VALUE(!has_memory_layout(out) || at::has_internal_overlap(out) != at::MemOverlap::Yes, qualified_name_, ": argument '",
-                        rule.args[0], "' is written but has overlapping memory (sizes ", out.sym_sizes(), ", strides ",
-                        out.sym_strides(), ")");
+      check_written(qualified_name_, rule.args[0], out);
       for (size_t i = 0; i < tensor_positions_.size(); ++i) {
         const std::string& name = def_->tensor_args[i];
         const at::Tensor& in = args[tensor_positions_[i]].toTensor();
         if (name == rule.args[0] || !has_memory_layout(out) || !has_memory_layout(in)) continue;
-        TORCH_CHECK_VALUE(!unsafe_overlap(out, in), qualified_name_, ": argument '", rule.args[0],
-                          "' partially overlaps input '", name, "' (sizes ", out.sizes(), ", strides ", out.strides(),
+        const detail::Overlap overlap = detail::partial_overlap(out, in);
+        TORCH_CHECK_VALUE(overlap == detail::Overlap::No, qualified_name_, ": argument '", rule.args[0], "' ",
+                          overlap == detail::Overlap::Yes ? "shares elements with" : "may share elements with (too large to check)",
+                          " input '", name, "' (sizes ", out.sizes(), ", strides ", out.strides(),
                           ", offset ", out.storage_offset(), " and sizes ", in.sizes(), ", strides ", in.strides(),
                           ", offset ", in.storage_offset(), " in one storage); it may be the same tensor or a "
                           "separate one, not a shifted or interleaved view of it");

@@ -33,10 +33,19 @@ CASES = [
     # Interleaved views of one buffer: overlap too hard for PyTorch to classify, which
     # once passed and gave wrong numbers.
     (lambda: _interleaved_sin_out(torch.randn(14)), ValueError,
-     "backplane::sin_out: argument 'out' partially overlaps input 'x' (sizes [6], strides [2], offset 2 and "
+     "backplane::sin_out: argument 'out' shares elements with input 'x' (sizes [6], strides [2], offset 2 and "
      "sizes [6], strides [2], offset 0 in one storage)"),
+    # Two indices reaching one element without a zero stride: once compounded silently.
+    (lambda: ops.scale_(torch.arange(10.0).as_strided((4, 3), (1, 1)), 2.0), ValueError,
+     "backplane::scale_: argument 'x' is written but two of its indices reach the same element (sizes [4, 3], "
+     "strides [1, 1])"),
+    (lambda: ops.sin_out(torch.ones(2, 3), out=torch.empty(8).as_strided((2, 3), (2, 1))), ValueError,
+     "backplane::sin_out: argument 'out' is written but two of its indices reach the same element (sizes [2, 3], "
+     "strides [2, 1])"),
+    (lambda: ops.add(torch.ones(3), torch.ones(3), alpha=True), TypeError,
+     "backplane::add: argument 'alpha' is a bool (True); expected a real number for tensors of dtype float32"),
     (lambda: ops.scale_(torch.ones(1, 4).expand(3, 4), 2.0), ValueError,
-     "backplane::scale_: argument 'x' is written in place but has overlapping memory"),
+     "backplane::scale_: argument 'x' is written but two of its indices reach the same element"),
 ]
 
 
@@ -59,6 +68,29 @@ def test_no_silent_cross_device_computation():
     # A meta tensor mixed with a CPU one: refused, not computed somewhere.
     with pytest.raises(RuntimeError, match="must be on one device"):
         ops.add(torch.ones(3, device="meta"), torch.ones(3))
+
+
+def test_inference_tensors_are_written_only_in_inference_mode():
+    with torch.inference_mode():
+        t = torch.ones(3)
+    with pytest.raises(RuntimeError, match="backplane::scale_: argument 'x' is an inference tensor, written outside "
+                                           "torch.inference_mode()"):
+        ops.scale_(t, 2.0)
+    with torch.inference_mode():
+        ops.scale_(t, 2.0)
+    assert t.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_disjoint_interleaved_views_are_computed():
+    # t[0::2] and t[1::2] share no element: computed, not refused as "may overlap".
+    t = torch.randn(12)
+    expected = torch.sin(t[0::2])
+    ops.sin_out(t[0::2], out=t[1::2])
+    torch.testing.assert_close(t[1::2], expected)
+    # A transposed view of a square buffer shares elements in another order: refused.
+    square = torch.randn(4, 4)
+    with pytest.raises(ValueError, match="argument 'out' shares elements with input 'x'"):
+        ops.sin_out(square, out=square.t())
 
 
 def test_sin_out_accepts_views_that_cannot_interleave():

@@ -218,7 +218,7 @@ void contract_cases(const OpDef& op, std::vector<Case>& cases) {
   const std::string written = written_arg(op);
   if (op.shape.kind == ShapeRuleKind::InPlace) {
     const int pos = op.arg_index(written);
-    cases.push_back(error_case(op, "written_aliases_itself", q + "argument '" + written + "' is written in place but has overlapping memory",
+    cases.push_back(error_case(op, "written_aliases_itself", q + "argument '" + written + "' is written but two of its indices reach the same element",
                                [=](std::vector<c10::IValue>& args, c10::ScalarType dtype, c10::Device device) {
                                  args[pos] = at::ones({1, 4}, at::TensorOptions().dtype(dtype).device(device)).expand({3, 4});
                                }));
@@ -230,7 +230,7 @@ void contract_cases(const OpDef& op, std::vector<Case>& cases) {
                                  args[pos] = at::empty({0}, at::TensorOptions().dtype(dtype).device(device));
                                }));
     const int like = op.arg_index(op.shape.args[1]);
-    cases.push_back(error_case(op, "out_overlaps_input", q + "argument '" + written + "' partially overlaps input",
+    cases.push_back(error_case(op, "out_overlaps_input", q + "argument '" + written + "' shares elements with input",
                                [=](std::vector<c10::IValue>& args, c10::ScalarType dtype, c10::Device device) {
                                  at::Tensor base = at::ones({12}, at::TensorOptions().dtype(dtype).device(device));
                                  args[like] = base.slice(0, 0, 10);
