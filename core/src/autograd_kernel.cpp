@@ -10,10 +10,13 @@
 //    raises an error naming the op and the inputs without a derivative;
 //  - writing in place to a leaf that requires grad is refused, as PyTorch refuses it;
 //  - every written argument's version counter is bumped, so autograd notices a saved
-//    tensor that was overwritten.
+//    tensor that was overwritten;
+//  - where an input carries a forward-mode tangent, gives the outputs theirs
+//    (forward_ad.h), or refuses naming the op.
 #include "autograd_kernel.h"
 
 #include "formula_backward.h"
+#include "forward_ad.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
@@ -50,8 +53,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
-void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::OperatorHandle& op,
-                     c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const ForwardTangents& forward,
+                     const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   const std::string& op_name = schema.name();
   const size_t n = schema.arguments().size();
@@ -87,6 +90,11 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
   if (!wanting_grad.empty() && without_formula.empty())
     args.assign(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
 
+  // Tangents before the kernel runs: a written argument's old value is still there.
+  std::vector<at::Tensor> tangents;
+  const bool forward_mode = ForwardTangents::any_tangent(*stack, n);
+  if (forward_mode) tangents = forward.compute(schema, *stack);
+
   {
     // Below autograd, and below ADInplaceOrView: at:: calls inside the kernel must not
     // record graph nodes of their own.
@@ -94,6 +102,7 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
     op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
   }
   for (const at::Tensor& t : written) torch::autograd::increment_version(t);
+  if (forward_mode) forward.attach(schema, *stack, written.empty() ? at::Tensor() : written[0], tangents);
   if (wanting_grad.empty()) return;
 
   edge_list edges;
@@ -139,14 +148,15 @@ void autograd_kernel(const OpDef& def, const BackwardPlan& plan, const c10::Oper
 
 class AutogradKernel final : public c10::OperatorKernel {
  public:
-  explicit AutogradKernel(const OpDef& def) : def_(def), plan_(def) {}
+  explicit AutogradKernel(const OpDef& def) : def_(def), plan_(def), forward_(def) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-    autograd_kernel(def_, plan_, op, keys, stack);
+    autograd_kernel(def_, plan_, forward_, op, keys, stack);
   }
 
  private:
   const OpDef& def_;  // the registry outlives every kernel
   const BackwardPlan plan_;  // its formulas parsed once, not at every forward
+  const ForwardTangents forward_;  // its reference, likewise
 };
 
 void register_autograd(torch::Library& library, const OpDef& op) {

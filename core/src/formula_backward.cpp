@@ -5,6 +5,8 @@
 #include <c10/core/GradMode.h>
 
 #include <map>
+#include <memory>
+#include <type_traits>
 #include <set>
 
 namespace backplane::detail {
@@ -29,7 +31,7 @@ BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1
 
 FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, const std::vector<c10::IValue>& args,
                                  std::vector<size_t> wanting)
-    : op_(op), plan_(plan), wanting_(std::move(wanting)) {
+    : op_(op), plan_(plan), saved_(args.size()), wanting_(std::move(wanting)) {
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& a = args[i];
     if (!plan.read[i]) {
@@ -38,6 +40,8 @@ FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, cons
     } else if (a.isTensor() && a.toTensor().defined()) {
       versions_.push_back(a.toTensor()._version());
       args_.emplace_back(a.toTensor().detach());
+      saved_[i] = torch::autograd::SavedVariable(a.toTensor(), /*is_output=*/false);
+      saves_tensors_ = true;
     } else {
       versions_.push_back(0);
       args_.push_back(a);
@@ -49,20 +53,45 @@ FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, cons
 void FormulaBackward::save_result(const at::Tensor& output) {
   result_ = output.detach();
   result_version_ = output._version();
+  saved_result_ = torch::autograd::SavedVariable(output, /*is_output=*/true);
+  saves_tensors_ = true;
 }
 
+void FormulaBackward::release_variables() {
+  for (auto& saved : saved_) saved.reset_data();
+  saved_result_.reset_data();
+  for (auto& arg : args_)
+    if (arg.isTensor()) arg = c10::IValue();
+  result_ = at::Tensor();
+  released_ = true;
+}
+
+namespace {
+
+// This node as its edges hold it (torch moved nodes from std::shared_ptr to c10::intrusive_ptr).
+template <typename NodePtr, typename NodeType>
+NodePtr self_pointer(NodeType* node) {
+  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>)
+    return node->shared_from_this();
+  else
+    return NodePtr::reclaim_copy(node);
+}
+
+}  // namespace
+
 torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
-  TORCH_CHECK(!c10::GradMode::is_enabled(), op_.qualified_name(),
-              ": double backward (create_graph=True) is not supported; its backward: formulas give first "
-              "derivatives only");
+  // As PyTorch: a node that saved no tensor (add's) may run again after the graph was freed.
+  TORCH_CHECK(!(released_ && saves_tensors_), op_.qualified_name(), ": ", torch::autograd::ERR_BACKWARD_TWICE);
   for (size_t i = 0; i < args_.size(); ++i)
     if (args_[i].isTensor())
       TORCH_CHECK(args_[i].toTensor()._version() == versions_[i], op_.qualified_name(), ": argument '",
                   op_.arguments[i].name(), "' was modified in place after the forward, and its backward needs it "
                   "(version ", versions_[i], " saved, now ", args_[i].toTensor()._version(), ")");
   std::map<std::string, c10::IValue> names;
-  for (size_t i = 0; i < args_.size(); ++i)
-    if (plan_.read[i]) names[op_.arguments[i].name()] = args_[i];
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (!plan_.read[i]) continue;
+    names[op_.arguments[i].name()] = args_[i].isTensor() ? c10::IValue(saved_[i].unpack()) : args_[i];
+  }
   at::Tensor grad = grads.at(0);
   if (!grad.defined()) return torch::autograd::variable_list(wanting_.size());
   names["grad"] = grad;
@@ -72,7 +101,8 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
     TORCH_CHECK(result_._version() == result_version_, op_.qualified_name(), ": its output was modified in place "
                 "after the forward, and its backward needs it (version ", result_version_, " saved, now ",
                 result_._version(), ")");
-    names["result"] = result_;
+    using NodePtr = decltype(torch::autograd::Edge::function);
+    names["result"] = saved_result_.unpack(self_pointer<NodePtr>(this));
   }
   // Each formula the wanting inputs need, once.
   std::vector<std::vector<c10::IValue>> values(plan_.formulas.size());
@@ -88,8 +118,17 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
     TORCH_CHECK(given.size() >= gradient.outputs && given[gradient.output].isTensor(), op_.qualified_name(),
                 ": its backward formula for '", arg, "' should give ", gradient.outputs, " tensor(s), one per argument its "
                 "`backward:` key names, and gave ", given.size(), " value(s)");
-    // Summed to the input's size where broadcasting made it larger (no-op otherwise).
-    out.push_back(at::sum_to(given[gradient.output].toTensor(), c10::SymIntArrayRef(input_sizes_[k])));
+    // Summed to the input's size where broadcasting made it larger (no-op otherwise); any
+    // other shape is a wrong formula, named here rather than deep inside sum_to.
+    const at::Tensor& value = given[gradient.output].toTensor();
+    // Checked where sizes are concrete: a symbolic comparison could specialize a dynamic size.
+    const auto want = c10::asIntArrayRefSlowOpt(c10::SymIntArrayRef(input_sizes_[k]));
+    const auto have = c10::asIntArrayRefSlowOpt(value.sym_sizes());
+    TORCH_CHECK(!want || !have || at::is_expandable_to(*want, *have), op_.qualified_name(),
+                ": its backward formula for '", arg, "' (", op_.where.str(), ") gave a gradient of sizes ",
+                value.sym_sizes(), ", which does not reduce to the argument's sizes ",
+                c10::SymIntArrayRef(input_sizes_[k]), " (expected those sizes, or a broadcast of them)");
+    out.push_back(at::sum_to(value, c10::SymIntArrayRef(input_sizes_[k])));
   }
   return out;
 }

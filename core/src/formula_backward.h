@@ -1,16 +1,19 @@
 // The autograd node of an op with `backward:` formulas in the registry.
 //
-// Saved for backward: the op's arguments its formulas read (tensors detached, with their versions, so a
-// later in-place write to one is an error, as with PyTorch's saved variables), and where
-// a formula names `result`, the op's (first) output, likewise detached: a detached tensor
-// shares the output's storage and version counter but not its grad_fn, so the node holds
-// no reference cycle through itself. Each formula is
-// evaluated once with the arguments, `grad` and `result` bound, in the op's dtype on its
-// device (a formula giving several inputs' gradients, such as a backward op returning
-// dx and dweight, is called once for all of them, even where only some want one), and
-// each gradient is summed to its input's size (broadcasting). Double backward
-// (create_graph=True) is refused with a message: the formulas run on detached tensors,
-// so a second derivative would be silently wrong.
+// Saved for backward, as PyTorch's own nodes save: the op's arguments its formulas read and,
+// where a formula names `result`, the op's (first) output, each as a SavedVariable (the
+// output without a reference cycle through this node). A later in-place write to one is an
+// error naming the op and the argument; a second backward after the graph was freed (no
+// retain_graph) is PyTorch's "backward through the graph a second time" error. Each
+// formula is evaluated once with the arguments, `grad` and `result` bound, in the op's
+// dtype on its device (a formula giving several inputs' gradients, such as a backward op
+// returning dx and dweight, is called once for all of them, even where only some want
+// one), and each gradient is summed to its input's size (broadcasting).
+// Under create_graph=True (double backward, torch.func.grad) the formulas run with
+// gradients on, over the saved tensors themselves: a formula of differentiable ATen calls
+// gives true second derivatives, and one through a registry op without a `backward:` of
+// its own (rms_norm_backward) records that op's error node, so differentiating again is
+// an error naming it, never a silent zero.
 #pragma once
 
 #include <backplane/reference_expr.h>
@@ -18,6 +21,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/saved_variable.h>
 
 #include <optional>
 #include <string>
@@ -49,15 +53,20 @@ class FormulaBackward : public torch::autograd::Node {
   void save_result(const at::Tensor& output);
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override;
+  void release_variables() override;
   std::string name() const override { return op_.qualified_name() + "_backward"; }
 
  private:
   const OpDef& op_;
   const BackwardPlan& plan_;  // the Autograd kernel's, which outlives every node
-  std::vector<c10::IValue> args_;      // tensors detached
+  std::vector<c10::IValue> args_;      // non-tensor values as given; tensors detached, for their versions
+  std::vector<torch::autograd::SavedVariable> saved_;  // per argument: the tensors a formula reads
   std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
-  at::Tensor result_;                  // detached; undefined unless a formula names `result`
+  at::Tensor result_;                  // detached, for its version; undefined unless a formula names `result`
+  torch::autograd::SavedVariable saved_result_;
   uint32_t result_version_ = 0;
+  bool saves_tensors_ = false;
+  bool released_ = false;              // the graph was freed (backward without retain_graph)
   std::vector<size_t> wanting_;
   // One per wanting_. Symbolic sizes: reading concrete ones would specialize a dynamic
   // dimension under torch.export / torch.compile.

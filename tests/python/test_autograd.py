@@ -42,17 +42,6 @@ def test_gradcheck_where_the_registry_has_a_backward(op_name):
         assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5)
 
 
-def test_double_backward_is_refused():
-    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
-    y = torch.ops.backplane.mul(x, x)
-    # Refused at the first backward that would build a graph: its gradient could not
-    # carry a correct second derivative.
-    with pytest.raises(RuntimeError, match="backplane::mul: double backward \\(create_graph=True\\) is not supported"):
-        torch.autograd.grad(y.sum(), x, create_graph=True)
-    (g,) = torch.autograd.grad(torch.ops.backplane.mul(x, x).sum(), x)
-    torch.testing.assert_close(g, 2 * x.detach())
-
-
 def test_an_input_modified_after_the_forward_is_refused():
     a = torch.randn(4, requires_grad=True)
     b = torch.randn(4)
