@@ -2,6 +2,8 @@
 
 #include <backplane/registry.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -22,6 +24,35 @@ std::string join(const std::set<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
+}
+
+double parse_min_time(const std::string& text) {
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  const bool number = !text.empty() && (*end == '\0' || std::string(end) == "s");
+  if (!number || !std::isfinite(seconds) || !(seconds > 0) || seconds > kMaxMinTime)
+    throw std::invalid_argument("--min-time: expected seconds > 0 and at most " + std::to_string(int(kMaxMinTime)) +
+                                " such as 0.05, found '" + text + "'");
+  return seconds;
+}
+
+// Google Benchmark's own flags that it would take badly: kept in argv for it to parse.
+void check_benchmark_flag(const std::string& arg, BenchOptions& options) {
+  const auto value_of = [&](const std::string& flag) -> const char* {
+    return arg.rfind(flag + "=", 0) == 0 ? arg.c_str() + flag.size() + 1 : nullptr;
+  };
+  if (const char* text = value_of("--benchmark_repetitions")) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(text, &end, 10);
+    if (!*text || *end || errno || n < 1 || n > kMaxRepetitions)
+      throw std::invalid_argument("--benchmark_repetitions: expected a whole number from 1 to " +
+                                  std::to_string(kMaxRepetitions) + ", found '" + text + "'");
+  } else if (const char* file = value_of("--benchmark_out")) {
+    options.out_file = file;
+  } else if (const char* format = value_of("--benchmark_out_format")) {
+    options.out_json = std::string(format) == "json";
+  }
 }
 
 }  // namespace
@@ -49,7 +80,9 @@ BenchOptions take_bench_options(int* argc, char** argv) {
         taken = true;
       }
     }
-    if (!taken) argv[kept++] = argv[i];
+    if (taken) continue;
+    check_benchmark_flag(arg, options);
+    argv[kept++] = argv[i];
   }
   *argc = kept;
   argv[kept] = nullptr;
@@ -73,13 +106,7 @@ BenchOptions take_bench_options(int* argc, char** argv) {
     options.dtypes.push_back(it->second);
   }
   if (options.dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
-  if (values["--min-time"]) {
-    const std::string& text = *values["--min-time"];
-    char* end = nullptr;
-    options.min_time = std::strtod(text.c_str(), &end);
-    if (text.empty() || (*end != '\0' && std::string(end) != "s") || !(options.min_time > 0))
-      throw std::invalid_argument("--min-time: expected seconds > 0 such as 0.05, found '" + text + "'");
-  }
+  if (values["--min-time"]) options.min_time = parse_min_time(*values["--min-time"]);
   return options;
 }
 

@@ -7,6 +7,8 @@
 //   --min-time=SECONDS    least time per repetition (default: Google Benchmark's)
 //   --cuda-graph          time CUDA rows as replays of a recorded CUDA graph (recorded_batch.h)
 // Each also as two arguments (--ops add). Unknown names are errors naming the known ones.
+// Google Benchmark's --benchmark_repetitions, --benchmark_out and --benchmark_out_format
+// are checked here and left in argv for it (its own parsing aborts on a negative count).
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -25,10 +27,15 @@ struct BenchOptions {
   std::set<std::string> shapes;  // empty: every preset
   double min_time = 0;           // seconds; 0: Google Benchmark's default
   bool cuda_graph = false;
+  std::string out_file;          // --benchmark_out: empty, none
+  bool out_json = true;          // --benchmark_out_format is json (Google Benchmark's default)
 
   bool wants_op(const std::string& op) const { return ops.empty() || ops.count(op); }
   bool wants_shape(const std::string& shape) const { return shapes.empty() || shapes.count(shape); }
 };
+
+inline constexpr double kMaxMinTime = 3600;  // seconds per repetition; more is a typo, not a plan
+inline constexpr int kMaxRepetitions = 1000;
 
 // Removes the options above from argv (argc updated). Throws std::invalid_argument.
 BenchOptions take_bench_options(int* argc, char** argv);

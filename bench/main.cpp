@@ -17,6 +17,8 @@
 #include <benchmark/benchmark.h>
 #include <torch/version.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -74,6 +76,43 @@ void add_context(const backplane::bench::BackendSelection& selection, bool cuda_
   for (const auto& s : selection.skipped) benchmark::AddCustomContext("skipped." + s.name, s.reason);
 }
 
+// Google Benchmark's JSON file reporter, which notices a write that failed (a full disk,
+// /dev/full): Google Benchmark owns the file and never checks it. JSON only, the format
+// `backplane bench` asks for; another --benchmark_out_format goes unchecked.
+class CheckedJsonReporter : public benchmark::JSONReporter {
+ public:
+  bool ReportContext(const Context& context) override {
+    const bool ok = JSONReporter::ReportContext(context);
+    note_failure();
+    return ok;
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    JSONReporter::ReportRuns(runs);
+    note_failure();
+  }
+  void Finalize() override {
+    JSONReporter::Finalize();
+    GetOutputStream().flush();
+    note_failure();
+  }
+  // Empty: every byte was written.
+  const std::string& failure() const { return failure_; }
+
+ private:
+  void note_failure() {  // the first failure's errno, before later calls overwrite it
+    if (failure_.empty() && !GetOutputStream()) failure_ = errno ? std::strerror(errno) : "write failed";
+  }
+  std::string failure_;
+};
+
+// Refused before any row is timed: a --benchmark_out file that cannot be opened
+// (Google Benchmark would exit 1, the code of a failed run, only once it starts).
+std::string unopenable(const std::string& path) {
+  errno = 0;
+  std::ofstream probe(path, std::ios::app);
+  return probe ? std::string() : errno ? std::strerror(errno) : "cannot open";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,6 +162,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!options.out_file.empty()) {
+    if (const std::string why = unopenable(options.out_file); !why.empty()) {
+      std::cerr << "backplane_bench: --benchmark_out: cannot write " << options.out_file << ": " << why << "\n";
+      return 2;
+    }
+  }
   add_context(selection, options.cuda_graph);
   backplane::bench::set_min_time(options.min_time);
   backplane::bench::set_cuda_graph(options.cuda_graph);
@@ -131,7 +176,14 @@ int main(int argc, char** argv) {
     if (options.ops.empty()) backplane::bench::register_call_overhead(backend);
   }
   backplane::bench::TableReporter table;
-  benchmark::RunSpecifiedBenchmarks(&table);
+  CheckedJsonReporter json;
+  const bool checked = !options.out_file.empty() && options.out_json;
+  benchmark::RunSpecifiedBenchmarks(&table, checked ? &json : nullptr);
   benchmark::Shutdown();
+  if (checked && !json.failure().empty()) {
+    std::cerr << "backplane_bench: --benchmark_out: writing " << options.out_file << " failed: " << json.failure()
+              << "\n";
+    return 2;
+  }
   return 0;
 }

@@ -36,6 +36,17 @@ int exec(const std::vector<std::string>& args) {
   return kExitFailed;
 }
 
+// Google Benchmark aborts on a negative count and runs no row at 0; the engine checks
+// again (bench_options.h), this names the flag as the user wrote it.
+constexpr long kMaxRepetitions = 1000;
+
+bool valid_repetitions(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  return !text.empty() && !*end && !errno && n >= 1 && n <= kMaxRepetitions;
+}
+
 }  // namespace
 
 int bench_command(const Options& options) {
@@ -100,6 +111,11 @@ int bench_command(const Options& options) {
       args.push_back("--benchmark_out=" + value);
       args.push_back("--benchmark_out_format=json");
     } else if (flag == "--repetitions") {
+      if (!valid_repetitions(value)) {
+        std::cerr << "backplane bench: --repetitions: expected a whole number from 1 to " << kMaxRepetitions
+                  << ", found '" << value << "'\n";
+        return kExitUsage;
+      }
       repetitions = value;
     } else if (flag == "--min-time") {
       args.push_back("--min-time=" + value);

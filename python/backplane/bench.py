@@ -16,6 +16,8 @@ backplane_bench and files written here are the same thing.
 """
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import math
 import os
@@ -101,19 +103,83 @@ def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repet
             os.unlink(out)
 
 
+_UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}  # Google Benchmark's time units, in µs
+_MAX_FILE_BYTES = 64 << 20  # a run of every op is a few MB; more is not a run (/dev/zero)
+
+
 def load(path) -> dict:
     """A run's JSON. A file cut off mid-run (the engine stopped by a timeout, say) keeps its
-    complete rows, with a note on stderr; anything else that does not parse is refused."""
-    text = Path(path).read_text()
+    complete rows, with a note on stderr; anything else that does not parse, or is not
+    shaped as Google Benchmark writes it (check_run), is refused (ValueError)."""
+    text = _read_text(path)
     try:
-        return json.loads(text)
+        results = json.loads(text)
     except json.JSONDecodeError as e:
         results = _complete_rows(text)
         if results is None:
             raise ValueError(f"{path}: not a backplane bench (Google Benchmark) JSON file: {e}") from e
         print(f"backplane bench: {path} ends mid-run; its {len(results['benchmarks'])} complete entries are kept",
               file=sys.stderr)
-        return results
+    check_run(results, path)
+    return results
+
+
+def _read_text(path) -> str:
+    with open(path, "rb") as f:
+        data = f.read(_MAX_FILE_BYTES + 1)
+    if len(data) > _MAX_FILE_BYTES:
+        raise ValueError(f"{path}: more than {_MAX_FILE_BYTES >> 20} MiB; not a backplane bench JSON file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a backplane bench (Google Benchmark) JSON file: {e}") from e
+
+
+def check_run(results, path) -> None:
+    """Refuses (ValueError naming the file and entry) what rows() could not read: the
+    top level an object with a "benchmarks" list; each entry an object with a name; each
+    timed entry a finite real_time > 0 in a known time_unit (a failed entry has no time)."""
+    def refuse(what):
+        raise ValueError(f"{path}: {what}; expected Google Benchmark's JSON (backplane bench --json)")
+
+    if not isinstance(results, dict):
+        refuse(f"the top level is {_json_type(results)}, not an object")
+    context = results.get("context", {})
+    if not isinstance(context, dict):
+        refuse(f'"context" is {_json_type(context)}, not an object')
+    for key, value in context.items():  # those read as text (the plugin path, the date)
+        if (key.startswith("backend.") or key == "date") and not isinstance(value, str):
+            refuse(f'context "{key}" is {_json_type(value)}, not a string')
+    entries = results.get("benchmarks")
+    if not isinstance(entries, list):
+        refuse('no "benchmarks" list' if entries is None else f'"benchmarks" is {_json_type(entries)}, not a list')
+    for i, e in enumerate(entries):
+        where = f"benchmarks[{i}]"
+        if not isinstance(e, dict):
+            refuse(f"{where} is {_json_type(e)}, not an object")
+        if not isinstance(e.get("name"), str) or not e["name"]:
+            refuse(f'{where} has no "name" string')
+        if not isinstance(e.get("run_name", ""), str):
+            refuse(f'{where}: "run_name" is {_json_type(e["run_name"])}, not a string')
+        where = f"{where} ({e['name']})"
+        if e.get("run_type") == "aggregate" or e.get("error_occurred") or e.get("skipped"):
+            continue
+        unit = e.get("time_unit", "us")
+        if unit not in _UNITS:
+            refuse(f"{where}: time_unit {unit!r} is not one of {', '.join(_UNITS)}")
+        if not _finite(e.get("real_time")) or e["real_time"] <= 0:
+            refuse(f"{where}: real_time {e.get('real_time')!r} is not a time > 0")
+        if "bytes_per_second" in e and (not _finite(e["bytes_per_second"]) or e["bytes_per_second"] < 0):
+            refuse(f"{where}: bytes_per_second {e['bytes_per_second']!r} is not a rate >= 0")
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _json_type(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
 
 
 def _complete_rows(text: str) -> dict | None:
@@ -189,7 +255,7 @@ def rows(results: dict) -> list[Row]:
         if e.get("error_occurred") or e.get("skipped"):
             entry["error"] = e.get("error_message") or e.get("skip_message") or "failed"
             continue
-        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[e.get("time_unit", "us")]
+        scale = _UNITS[e.get("time_unit", "us")]
         entry["times"].append(e["real_time"] * scale)
         entry["cuda_graph"] = entry["cuda_graph"] or bool(e.get("cuda_graph"))
         if "bytes_per_second" in e:
@@ -413,20 +479,116 @@ def plot(results: dict, path) -> None:
                  fontsize=9)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    png = io.BytesIO()  # written here, not by savefig, so a failed write raises (/dev/full)
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
+    Path(path).write_bytes(png.getvalue())
+
+
+_MAX_REPETITIONS = 1000  # as the engine's (bench_options.h)
+_MAX_MIN_TIME = 3600.0   # seconds per repetition; more is a typo, not a plan
+
+
+def _repetitions(text: str) -> int:
+    """--repetitions: Google Benchmark aborts on a negative count and runs no row at 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= _MAX_REPETITIONS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {_MAX_REPETITIONS}, found '{text}'")
+    return n
+
+
+def _min_time(text: str) -> float:
+    """--min-time: inf (or 1e300) would time one row for ever."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds <= _MAX_MIN_TIME):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 and at most {_MAX_MIN_TIME:g} such as 0.05, "
+                                         f"found '{text}'")
+    return seconds
+
+
+def _threshold(text: str) -> float:
+    try:
+        percent = float(text)
+    except ValueError:
+        percent = math.nan
+    if not (0 <= percent < math.inf):
+        raise argparse.ArgumentTypeError(f"expected a percentage >= 0 such as 5, found '{text}'")
+    return percent
+
+
+def _backend_pair(text: str) -> tuple[str, str]:
+    names = text.split(",")
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise argparse.ArgumentTypeError(f"expected two different backends A,B such as cpu,npu, found '{text}'")
+    return names[0], names[1]
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def _refuse_before_running(args) -> None:
+    """What the flags make impossible, refused (ValueError) before any row is timed."""
+    if not args.input and args.json and args.compare and _same_file(args.json, args.compare):
+        raise ValueError(f"--json {args.json} would overwrite the --compare baseline {args.compare}; "
+                         "write this run to another file")
+    if not args.input and args.compare_backends:
+        selected = args.backends.split(",")
+        missing = [b for b in args.compare_backends if b not in selected]
+        if missing:
+            raise ValueError(f"--compare-backends: {', '.join(missing)} not among --backends ({args.backends})")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError as e:
+            raise ValueError(f"--plot needs matplotlib ({e})") from e
+
+
+def _timed_rows(results: dict) -> int:
+    return sum(1 for r in rows(results) if r.times_us and not r.error)
+
+
+def _comparison(args, base, results) -> list[dict]:
+    """The comparison the flags ask for; ValueError where it has no row (a baseline of
+    other ops or backends, a backend that did not run), rather than an empty table."""
+    if args.compare:
+        lines = compare(base, results, args.threshold / 100)
+        if not lines:
+            raise ValueError(f"--compare {args.compare}: no row is timed in both runs ({_timed_rows(base)} timed "
+                             f"there, {_timed_rows(results)} in this run); compare runs of the same ops, presets, "
+                             "dtypes and backends")
+        return lines
+    a, b = args.compare_backends
+    ran = sorted({r.backend for r in rows(results) if r.times_us and not r.error})
+    missing = [x for x in (a, b) if x not in ran]
+    if missing:
+        raise ValueError(f"--compare-backends: this run has no timed row on {', '.join(missing)}; "
+                         f"its backends: {', '.join(ran) or 'none'}")
+    lines = compare(results, results, args.threshold / 100, base_backend=a, new_backend=b)
+    if not lines:
+        raise ValueError(f"--compare-backends: no row is timed on both {a} and {b}")
+    return lines
 
 
 def main(argv=None) -> int:
-    import argparse
-
+    """Exit 0; 1: a significant regression; 2: a usage error, a file that cannot be read or
+    written, or an engine that refused or failed (with the reason on stderr)."""
     p = argparse.ArgumentParser(prog="backplane bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default=os.environ.get("BACKPLANE_BACKENDS") or "cpu")
     p.add_argument("--ops", default="")
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--shapes", default="", help="registry bench presets by name (default: all)")
-    p.add_argument("--repetitions", type=int, default=5)
-    p.add_argument("--min-time", type=float, help="least seconds per repetition (Google Benchmark's default 0.5)")
+    p.add_argument("--repetitions", type=_repetitions, default=5)
+    p.add_argument("--min-time", type=_min_time, help="least seconds per repetition (Google Benchmark's default 0.5)")
     p.add_argument("--interleave", action="store_true",
                    help="run the repetitions of all rows in a random order (Google Benchmark's random "
                         "interleaving), so a drift of the machine's speed falls on every row alike")
@@ -437,29 +599,30 @@ def main(argv=None) -> int:
     p.add_argument("--input", nargs="+", metavar="RUN.json",
                    help="read results from these JSON files instead of running (several: their backends side by side)")
     p.add_argument("--compare", metavar="BASE.json", help="compare against this earlier run (U test per row)")
-    p.add_argument("--compare-backends", metavar="A,B", help="compare backend B against A within this run")
-    p.add_argument("--threshold", type=float, default=5.0, help="percent slower that counts as a regression")
+    p.add_argument("--compare-backends", metavar="A,B", type=_backend_pair,
+                   help="compare backend B against A within this run")
+    p.add_argument("--threshold", type=_threshold, default=5.0, help="percent slower that counts as a regression")
     p.add_argument("--plot", metavar="FILE.png")
     p.add_argument("--markdown", action="store_true", help="print a bench/RESULTS.md section instead of the table")
     p.add_argument("--side-by-side", action="store_true",
                    help="markdown, one row per op, preset and dtype with a group of columns per backend")
     args = p.parse_args(argv)
-    if args.input:
-        try:
+    try:
+        _refuse_before_running(args)
+        # The baseline is read before the run: a bad one fails before minutes of timing.
+        base = load(args.compare) if args.compare else None
+        if args.input:
             results = load(args.input[0]) if len(args.input) == 1 else merge({f: load(f) for f in args.input})
-        except (OSError, ValueError) as e:
-            print(f"backplane bench: {e}", file=sys.stderr)
-            return 2
-    else:
-        extra = [f"--min-time={args.min_time}"] if args.min_time else []
-        if args.interleave:
-            extra.append("--benchmark_enable_random_interleaving=true")
-        try:
+        else:
+            extra = [f"--min-time={args.min_time}"] if args.min_time else []
+            if args.interleave:
+                extra.append("--benchmark_enable_random_interleaving=true")
+            # RuntimeError: the engine refused (its reason is on stderr already) or failed
             results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json,
                           quiet=True, extra=extra, cuda_graph=args.cuda_graph)
-        except RuntimeError as e:  # the engine refused (its reason is on stderr already) or failed
-            print(f"backplane bench: {e}", file=sys.stderr)
-            return 2
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"backplane bench: {e}", file=sys.stderr)
+        return 2
     # A run: the command that measured it (without the view flags). Runs read back with
     # --input: the command that makes this very table, flags and all.
     given = argv if argv is not None else sys.argv[1:]
@@ -472,24 +635,23 @@ def main(argv=None) -> int:
     else:
         print(format_table(results))
     status = 0
-    comparisons = []
-    try:
-        if args.compare:
-            comparisons = compare(load(args.compare), results, args.threshold / 100)
-        elif args.compare_backends:
-            a, b = args.compare_backends.split(",")
-            comparisons = compare(results, results, args.threshold / 100, base_backend=a, new_backend=b)
-    except (OSError, ValueError) as e:
-        print(f"backplane bench: {e}", file=sys.stderr)
-        return 2
     if args.compare or args.compare_backends:
+        try:
+            comparisons = _comparison(args, base, results)
+        except ValueError as e:
+            print(f"backplane bench: {e}", file=sys.stderr)
+            return 2
         print()
         print(format_comparison(comparisons))
         if any(c["regressed"] for c in comparisons):
             print(f"\nregression: at least one row is more than {args.threshold}% slower with p < 0.05")
             status = 1
     if args.plot:
-        plot(results, args.plot)
+        try:
+            plot(results, args.plot)
+        except (OSError, ValueError) as e:
+            print(f"backplane bench: --plot {args.plot}: {e}", file=sys.stderr)
+            return 2
         print(f"\nwrote {args.plot}")
     return status
 

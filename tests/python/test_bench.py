@@ -324,3 +324,159 @@ def test_a_missing_or_broken_base_file_is_an_error_message(tmp_path, capsys):
     (tmp_path / "broken.json").write_text("{not json")
     assert bench.main(["--input", str(run), "--compare", str(tmp_path / "broken.json")]) == 2
     assert "broken.json: not a backplane bench (Google Benchmark) JSON file" in capsys.readouterr().err
+
+
+def _no_run(*args, **kwargs):
+    raise AssertionError("the engine ran although the flags were refused")
+
+
+def test_json_onto_the_compare_baseline_is_refused_before_running(tmp_path, monkeypatch, capsys):
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(_results((5.0, 5.1, 5.2))))
+    kept = base.read_text()
+    monkeypatch.setattr(bench, "run", _no_run)
+    # the same file under another spelling
+    same = tmp_path / "sub" / ".." / "base.json"
+    (tmp_path / "sub").mkdir()
+    assert bench.main(["--backends", "cpu", "--ops", "add", "--json", str(same), "--compare", str(base)]) == 2
+    assert f"--json {same} would overwrite the --compare baseline {base}" in capsys.readouterr().err
+    assert base.read_text() == kept
+    # another --json: the baseline is read before the run, so a broken one costs no timing
+    (tmp_path / "broken.json").write_text("[]")
+    assert bench.main(["--ops", "add", "--json", str(tmp_path / "new.json"),
+                       "--compare", str(tmp_path / "broken.json")]) == 2
+    assert "broken.json: the top level is a list, not an object" in capsys.readouterr().err
+
+
+def test_cli_json_onto_the_compare_baseline_keeps_the_baseline(tmp_path):
+    import sys
+
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(_results((5.0, 5.1, 5.2))))
+    kept = base.read_text()
+    env = {**os.environ, "BACKPLANE_PYTHON": sys.executable}
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--json", str(base), "--compare",
+                           str(base)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "would overwrite the --compare baseline" in done.stderr and base.read_text() == kept
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--repetitions", "-1"], "argument --repetitions: expected a whole number from 1 to 1000, found '-1'"),
+    (["--repetitions", "0"], "argument --repetitions: expected a whole number from 1 to 1000, found '0'"),
+    (["--min-time", "inf"], "argument --min-time: expected seconds > 0 and at most 3600 such as 0.05, found 'inf'"),
+    (["--min-time", "nan"], "argument --min-time: expected seconds > 0"),
+    (["--min-time", "0"], "argument --min-time: expected seconds > 0"),
+    (["--threshold", "nan"], "argument --threshold: expected a percentage >= 0 such as 5, found 'nan'"),
+    (["--compare-backends", "cpu"], "argument --compare-backends: expected two different backends A,B"),
+    (["--compare-backends", "cpu,cpu"], "argument --compare-backends: expected two different backends A,B"),
+])
+def test_python_bench_flags_out_of_range_are_usage_errors(flags, message, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "run", _no_run)
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--backends", "cpu", "--ops", "add", *flags])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_cli_and_engine_bench_flags_out_of_range_are_usage_errors():
+    for value in ("-1", "0", "1001", "two"):
+        done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--repetitions", value],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert f"--repetitions: expected a whole number from 1 to 1000, found '{value}'" in done.stderr
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--min-time", "inf"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--min-time: expected seconds > 0 and at most 3600" in done.stderr
+    engine = str(backplane.lib_dir().parent / "bin" / "backplane_bench")
+    for flag, message in [("--min-time=inf", "--min-time: expected seconds > 0 and at most 3600 such as 0.05, "
+                                             "found 'inf'"),
+                          ("--min-time=1e300", "found '1e300'"),
+                          ("--benchmark_repetitions=-1", "--benchmark_repetitions: expected a whole number from "
+                                                         "1 to 1000, found '-1'"),
+                          ("--benchmark_repetitions=0", "found '0'")]:
+        done = subprocess.run([engine, "--backends=cpu", "--ops=add", flag], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and message in done.stderr, (flag, done.stderr[-2000:])
+
+
+def test_compare_backends_not_in_the_run_are_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "run", _no_run)
+    assert bench.main(["--backends", "cpu", "--ops", "add", "--compare-backends", "cpu,nope"]) == 2
+    assert "--compare-backends: nope not among --backends (cpu)" in capsys.readouterr().err
+    # read back: the run has no row of it (a backend skipped by the engine, say)
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    assert bench.main(["--input", str(run), "--compare-backends", "cpu,nope"]) == 2
+    assert "--compare-backends: this run has no timed row on nope; its backends: cpu" in capsys.readouterr().err
+
+
+def test_compare_with_no_common_row_is_refused(tmp_path, capsys):
+    run, empty, other = tmp_path / "run.json", tmp_path / "empty.json", tmp_path / "other.json"
+    run.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    empty.write_text(json.dumps({"context": {}, "benchmarks": []}))
+    other.write_text(json.dumps(_results((5.0, 5.0, 5.0), backend="npu")))
+    assert bench.main(["--input", str(run), "--compare", str(empty)]) == 2
+    assert f"--compare {empty}: no row is timed in both runs (0 timed there, 3 in this run)" in capsys.readouterr().err
+    assert bench.main(["--input", str(run), "--compare", str(other)]) == 2
+    assert f"--compare {other}: no row is timed in both runs (3 timed there, 3 in this run)" in capsys.readouterr().err
+
+
+_ROW = "add/cpu/backplane/1M_elements_float32"
+
+
+def _one_entry(**fields):
+    """A compare file of one entry, as text (json.dumps writes NaN for a float nan)."""
+    return json.dumps({"benchmarks": [{"name": _ROW, **fields}]})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[]", "the top level is a list, not an object"),
+    ("null", "the top level is null, not an object"),
+    ("{}", 'no "benchmarks" list'),
+    ('{"benchmarks": {"benchmarks": []}}', '"benchmarks" is an object, not a list'),
+    ('{"benchmarks": [[1.0]]}', "benchmarks[0] is a list, not an object"),
+    ('{"context": [], "benchmarks": []}', '"context" is a list, not an object'),
+    ('{"benchmarks": [{"real_time": 5.0}]}', 'benchmarks[0] has no "name" string'),
+    (_one_entry(real_time="5.0"), f"benchmarks[0] ({_ROW}): real_time '5.0' is not a time > 0"),
+    (_one_entry(real_time=5.0, time_unit="h"), f"benchmarks[0] ({_ROW}): time_unit 'h' is not one of ns, us, ms, s"),
+    (_one_entry(real_time=0), f"benchmarks[0] ({_ROW}): real_time 0 is not a time > 0"),
+    (_one_entry(real_time=float("nan")), f"benchmarks[0] ({_ROW}): real_time nan is not a time > 0"),
+    (_one_entry(real_time=5.0, bytes_per_second="x"),
+     f"benchmarks[0] ({_ROW}): bytes_per_second 'x' is not a rate >= 0"),
+])
+def test_a_malformed_compare_file_is_refused_naming_the_file(text, message, tmp_path, capsys):
+    run, base = tmp_path / "run.json", tmp_path / "base.json"
+    run.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    base.write_text(text)
+    assert bench.main(["--input", str(run), "--compare", str(base)]) == 2
+    assert f"backplane bench: {base}: {message}" in capsys.readouterr().err
+
+
+def test_a_device_file_is_not_read_without_end(tmp_path, capsys):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(_results((5.0, 5.0, 5.0))))
+    assert bench.main(["--input", str(run), "--compare", "/dev/zero"]) == 2
+    assert "/dev/zero: more than 64 MiB; not a backplane bench JSON file" in capsys.readouterr().err
+
+
+def test_outputs_that_cannot_be_written_are_errors(tmp_path, capsys):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    pytest.importorskip("matplotlib")
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(_results((5.0, 6.0, 7.0))))
+    assert bench.main(["--input", str(run), "--plot", "/dev/full"]) == 2
+    assert "--plot /dev/full: [Errno 28] No space left on device" in capsys.readouterr().err
+    # --json: a directory that is not there is refused before any row is timed
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--json",
+                           str(tmp_path / "absent" / "r.json")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"cannot write {tmp_path / 'absent' / 'r.json'}: No such file" in done.stderr
+    assert "add/cpu" not in done.stdout
+    # a file that takes no data: noticed once Google Benchmark has written it (one tiny row)
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--dtypes", "float32", "--shapes",
+                           "1M_elements", "--repetitions", "1", "--json", "/dev/full", *QUICK[0].split("=")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "--benchmark_out: writing /dev/full failed: No space left on device" in done.stderr
