@@ -485,5 +485,48 @@ print("after a backward:", len(backplane_npu._exit_backward_tensors), "drained")
 
 def test_out_overlap_is_refused_on_npu():
     t = torch.randn(14, device="npu")
-    with pytest.raises(ValueError, match="backplane::sin_out: argument 'out' partially overlaps input 'x'"):
+    with pytest.raises(ValueError, match="backplane::sin_out: argument 'out' shares elements with input 'x'"):
         torch.ops.backplane.sin_out(t[0:12:2], out=t[2:14:2])
+
+
+def test_bad_scalars_are_refused_at_the_call_not_at_the_next_synchronize():
+    a, b = torch.ones(3, device="npu"), torch.ones(3, device="npu")
+    with pytest.raises(TypeError, match="backplane::add: argument 'alpha' is a bool \\(True\\)"):
+        torch.ops.backplane.add(a, b, alpha=True)
+    torch.npu.synchronize()  # nothing failed in queued work
+
+
+def test_device_indices_are_checked_before_they_narrow():
+    with pytest.raises(RuntimeError, match="device index 100 out of range; expected 0 <= index < 2"):
+        torch.npu.reset_peak_memory_stats(100)
+    with pytest.raises(RuntimeError, match="device index 2147483649 out of range"):
+        torch.npu.synchronize(2**31 + 1)
+    with pytest.raises(RuntimeError, match="device index -3 out of range"):
+        torch.npu.memory_stats(-3)
+
+
+@pytest.mark.parametrize("value", ["3x", "100000", "-3", " "])
+def test_a_malformed_device_count_is_an_error(value):
+    code = "import backplane\nbackplane.load('npu')\n"
+    env = {**os.environ, "BACKPLANE_NPU_DEVICE_COUNT": value}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode != 0
+    assert f"BACKPLANE_NPU_DEVICE_COUNT='{value}': expected an integer from 0 to 64" in done.stderr, done.stderr[-2000:]
+
+
+def test_forward_mode_ad_on_npu():
+    x, t = torch.randn(4, 7, dtype=torch.float64), torch.randn(4, 7, dtype=torch.float64)
+    w = torch.randn(7, dtype=torch.float64)
+    fn = lambda a: torch.ops.backplane.rms_norm(a, w.npu(), 1e-6)  # noqa: E731
+    _, got = torch.func.jvp(fn, (x.npu(),), (t.npu(),))
+    _, want = torch.func.jvp(lambda a: torch.nn.functional.rms_norm(a, [7], w, 1e-6), (x,), (t,))
+    assert got.device.type == "npu"
+    torch.testing.assert_close(got.cpu(), want)
+
+
+def test_rms_norm_long_row_with_an_outlier():
+    x = torch.randn(2, 65536, generator=torch.Generator().manual_seed(0))
+    x[:, 999] = 3.0e3
+    w = torch.randn(65536, generator=torch.Generator().manual_seed(1))
+    got = torch.ops.backplane.rms_norm(x.npu(), w.npu(), 1e-6).cpu()
+    torch.testing.assert_close(got, torch.nn.functional.rms_norm(x, [65536], w, 1e-6))
