@@ -38,12 +38,21 @@ def assert_matches(actual: torch.Tensor, expected: torch.Tensor, tolerance: tupl
         raise AssertionError(f"{what}: expected {tuple(expected.shape)} {expected.dtype}, "
                              f"found {tuple(actual.shape)} {actual.dtype}")
     actual, expected = actual.detach().cpu(), expected.detach().cpu()
+    # NaN matches NaN at the same position, as `backplane run` compares (a model whose
+    # reference holds NaN is not a mismatch for holding it too); NaN anywhere else is.
+    if actual.is_floating_point() or actual.is_complex():
+        nan_here, nan_there = actual.isnan(), expected.isnan()
+        if not torch.equal(nan_here, nan_there):
+            raise AssertionError(f"{what}: NaN at {int((nan_here & ~nan_there).sum())} positions where the reference "
+                                 f"holds a number, a number at {int((~nan_here & nan_there).sum())} positions where "
+                                 "it holds NaN")
     if atol == 0 and rtol == 0:
-        if not torch.equal(actual, expected):
-            diff = (actual.double() - expected.double()).abs().max().item()
+        if not torch.equal(actual.nan_to_num(0.0) if actual.is_floating_point() else actual,
+                           expected.nan_to_num(0.0) if expected.is_floating_point() else expected):
+            diff = (actual.double() - expected.double()).abs().nan_to_num(0.0).max().item()
             raise AssertionError(f"{what}: expected bit-for-bit equality, found max abs difference {diff:g}")
         return
     try:
-        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)
+        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError as e:
         raise AssertionError(f"{what}: {e}") from None

@@ -6,6 +6,7 @@
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +24,28 @@ std::vector<std::string> split(const std::string& s, char sep) {
   for (std::string item; std::getline(in, item, sep);)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8, or npos: the Python
+// reader decodes the record strictly, and both readers must accept the same records.
+size_t invalid_utf8_at(const std::string& s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char b = byte(i);
+    size_t length = 0;  // of the sequence b starts; 0: a byte no sequence starts with
+    if (b < 0x80) length = 1;
+    else if (b >= 0xC2 && b <= 0xDF) length = 2;
+    else if (b >= 0xE0 && b <= 0xEF) length = 3;
+    else if (b >= 0xF0 && b <= 0xF4) length = 4;
+    if (length == 0 || i + length > s.size()) return i;
+    // The second byte's range excludes overlong forms (E0, F0), surrogates (ED) and code points past U+10FFFF (F4).
+    const unsigned char lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    for (size_t k = 1; k < length; ++k)
+      if (byte(i + k) < (k == 1 ? lo : 0x80) || byte(i + k) > (k == 1 ? hi : 0xBF)) return i;
+    i += length;
+  }
+  return std::string::npos;
 }
 
 int64_t to_int(const std::string& s) {
@@ -93,7 +116,14 @@ std::optional<std::vector<InputLayout>> read_input_layouts(const std::string& pa
   caffe2::serialize::PyTorchStreamReader reader(package);
   if (!reader.hasRecord(kEntry)) return std::nullopt;
   auto [data, size] = reader.getRecord(kEntry);
-  const auto lines = split(std::string(static_cast<const char*>(data.get()), size), '\n');
+  const std::string text(static_cast<const char*>(data.get()), size);
+  if (const size_t at = invalid_utf8_at(text); at != std::string::npos) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text[at]));
+    throw std::runtime_error(c10::str(package, ":", kEntry, ": expected UTF-8 text, found byte ", hex, " at offset ", at,
+                                      " (line ", std::count(text.begin(), text.begin() + at, '\n') + 1, ")"));
+  }
+  const auto lines = split(text, '\n');
   if (lines.empty() || lines[0] != kHeader)
     throw std::runtime_error(package + ":" + kEntry + ": expected the first line '" + kHeader + "'");
   std::vector<InputLayout> out;

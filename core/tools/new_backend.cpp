@@ -11,6 +11,8 @@
 
 #include <backplane/registry.h>
 
+#include <c10/core/Device.h>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -280,6 +282,20 @@ std::string python_test(const std::string& name) {
   return s.str();
 }
 
+// Why `name` cannot name a new backend, or empty. A PyTorch device type's name (as torch
+// parses one: xpu, meta, privateuseone, ...) cannot name a PrivateUse1 device: torch
+// refuses some when the plugin loads (a backtrace) and parses the others as its own
+// device; for any key it would read as that device. An in-tree backend's would shadow it.
+std::string reserved_name(const std::string& name) {
+  if (name == "cpu" || name == "cuda" || name == "npu") return "the name of an in-tree Backplane backend";
+  try {
+    (void)c10::Device(name);
+    return "the name of a PyTorch device type (torch.device('" + name + "'))";
+  } catch (const c10::Error&) {
+    return "";  // not a device type torch knows
+  }
+}
+
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path);
@@ -310,6 +326,10 @@ int new_backend_command(const Options& options) {
               << "': expected a plain identifier ([A-Za-z_][A-Za-z0-9_]*) other than 'core'\n";
     return kExitUsage;
   }
+  if (const std::string why = reserved_name(name); !why.empty()) {
+    std::cerr << "backplane new-backend: '" << name << "' is " << why << "; choose another name\n";
+    return kExitUsage;
+  }
   if (key != "CPU" && key != "CUDA" && key != "PrivateUse1") {
     std::cerr << "backplane new-backend: --dispatch-key '" << key << "': expected CPU, CUDA or PrivateUse1\n";
     return kExitUsage;
@@ -329,10 +349,6 @@ int new_backend_command(const Options& options) {
                      "takes lowercase letters and '_' only; found '" << name << "'\n";
         return kExitUsage;
       }
-    if (name == "npu") {
-      std::cerr << "backplane new-backend: 'npu' is the name of Backplane's own device; choose another\n";
-      return kExitUsage;
-    }
   }
   const fs::path root = dir.empty() ? fs::path(name) : fs::path(dir);
   if (fs::exists(root) && !fs::is_empty(root)) {

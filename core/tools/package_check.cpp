@@ -6,11 +6,13 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/TensorOptions.h>
+#include <c10/util/StringUtil.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/custom_class.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -54,6 +56,12 @@ std::vector<std::string> check_entries(const std::string& package) {
   // The reader strips the archive's top folder, and refuses an entry outside it.
   caffe2::serialize::PyTorchStreamReader reader(package);
   const auto names = reader.getAllRecords();
+  std::map<std::string, int> count;
+  for (const auto& name : names) ++count[name];
+  for (const auto& name : names)
+    if (count[name] > 1)
+      throw std::runtime_error(c10::str(package, ": refusing the package: it holds ", count[name], " entries named '", name,
+                                        "'"));
   for (const auto& name : names) {
     std::string part;
     bool escapes = !name.empty() && (name[0] == '/' || name[0] == '\\');

@@ -16,9 +16,11 @@ struct PackageNeeds {
   std::vector<std::string> classes;  // custom classes it holds, fully qualified
 };
 
-// The archive's entry names. Throws std::runtime_error naming the first entry that would be
-// written outside the extraction folder (an absolute path or a `..` component: zip-slip);
-// call it before anything extracts the package (AOTIModelPackageLoader does, unchecked).
+// The archive's entry names. Throws std::runtime_error naming the first entry that the
+// archive holds more than once (miniz reads the first of them, Python's zipfile the last:
+// two readers would see two packages), or that would be written outside the extraction
+// folder (an absolute path or a `..` component: zip-slip); call it before anything reads
+// or extracts the package (AOTIModelPackageLoader extracts, unchecked).
 std::vector<std::string> check_entries(const std::string& package);
 
 // Reads the package's metadata and records. Throws std::runtime_error if it is not a

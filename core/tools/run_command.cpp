@@ -20,14 +20,19 @@
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 namespace backplane::cli {
 namespace {
+
+constexpr int kMaxRepeat = 100000;  // timed runs per case; more is a typo, not a measurement
 
 struct RunArgs {
   std::string package, input;
@@ -57,13 +62,25 @@ struct RunReport {
 };
 
 // Empty when they match; else what differs. Both sides are compared on the CPU, whatever
-// device the package ran on or the reference was saved from.
+// device the package ran on or the reference was saved from. NaN matches NaN at the same
+// position (whatever its payload); elsewhere values match bit for bit, or within atol/rtol.
 std::string compare(const at::Tensor& actual_on_device, const at::Tensor& expected_anywhere, const Reference& ref) {
-  const at::Tensor actual = actual_on_device.to(at::kCPU);
-  const at::Tensor expected = expected_anywhere.to(at::kCPU);
+  at::Tensor actual = actual_on_device.to(at::kCPU);
+  at::Tensor expected = expected_anywhere.to(at::kCPU);
   if (actual.sizes() != expected.sizes() || actual.scalar_type() != expected.scalar_type())
     return "expected " + c10::str(expected.sizes(), " ", expected.scalar_type()) + ", found " +
            c10::str(actual.sizes(), " ", actual.scalar_type());
+  if (actual.is_floating_point() || actual.is_complex()) {
+    const at::Tensor nan = actual.isnan(), expected_nan = expected.isnan();
+    if (!nan.equal(expected_nan)) {
+      const int64_t extra = (nan & ~expected_nan).sum().item<int64_t>();
+      const int64_t missing = (expected_nan & ~nan).sum().item<int64_t>();
+      return c10::str("NaN at ", extra, " positions where the reference holds a number, a number at ", missing,
+                      " positions where it holds NaN");
+    }
+    actual = actual.masked_fill(nan, 0);
+    expected = expected.masked_fill(nan, 0);
+  }
   const bool exact = ref.atol == 0 && ref.rtol == 0;
   const bool ok = exact ? actual.equal(expected) : at::allclose(actual, expected, ref.rtol, ref.atol);
   if (ok) return "";
@@ -81,6 +98,45 @@ double median_ms(std::vector<double> samples) {
   return samples[samples.size() / 2];
 }
 
+// The folder AOTIModelPackageLoader extracts the package into, through TMPDIR (which it
+// reads): one of this run's own, removed with whatever is in it once the loader is gone.
+// torch removes its extraction when the loader is destroyed, but not when loading fails.
+class ExtractionFolder {
+ public:
+  ExtractionFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "backplane-run-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("cannot create a folder to extract the package into: " + pattern);
+    path_ = pattern;
+    if (const char* before = std::getenv("TMPDIR")) before_ = before;
+    setenv("TMPDIR", path_.c_str(), /*overwrite=*/1);
+  }
+  ExtractionFolder(const ExtractionFolder&) = delete;
+  ExtractionFolder& operator=(const ExtractionFolder&) = delete;
+  ~ExtractionFolder() {
+    restore_tmpdir();
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  // Once the loader has extracted: later temporary files go where they went before.
+  void restore_tmpdir() {
+    if (before_) setenv("TMPDIR", before_->c_str(), 1);
+    else unsetenv("TMPDIR");
+  }
+
+ private:
+  std::string path_;
+  std::optional<std::string> before_;
+};
+
+// --repeat's value, or 0 when it is not an integer from 1 to kMaxRepeat.
+int parse_repeat(const std::string& text) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const bool whole = error == std::errc() && end == text.data() + text.size();
+  return whole && value >= 1 && value <= kMaxRepeat ? value : 0;
+}
+
 // Returns 0, or the exit status for a usage error (after saying why).
 int parse_args(const std::vector<std::string>& rest, RunArgs& args) {
   for (size_t i = 0; i < rest.size(); ++i) {
@@ -93,9 +149,14 @@ int parse_args(const std::vector<std::string>& rest, RunArgs& args) {
       args.allow_plugin_change = true;
     else if (arg == "--input")
       args.input = rest[++i];
-    else if (arg == "--repeat")
-      args.repeat = std::max(1, std::atoi(rest[++i].c_str()));
-    else if (args.package.empty())
+    else if (arg == "--repeat") {
+      args.repeat = parse_repeat(rest[++i]);
+      if (args.repeat == 0) {
+        std::cerr << "backplane run: --repeat '" << rest[i] << "': expected a positive integer from 1 to " << kMaxRepeat
+                  << "\n";
+        return kExitUsage;
+      }
+    } else if (args.package.empty())
       args.package = arg;
     else {
       std::cerr << "backplane run: unexpected argument '" << arg << "'\n";
@@ -199,8 +260,10 @@ int run_command(const Options& options) {
 
   // Where torch supports it (2.14), the package then checks the inputs itself too.
   setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
+  ExtractionFolder extraction;  // declared first: it outlives the loader
   const auto start = std::chrono::steady_clock::now();
   torch::inductor::AOTIModelPackageLoader loader(args.package, "model");
+  extraction.restore_tmpdir();
   report.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   // First every case once (the check, and the warm-up: first runs pay for lazy

@@ -100,7 +100,21 @@ def format_layouts(layouts: list[InputLayout]) -> str:
     return "\n".join([HEADER, *(x.line() for x in layouts)]) + "\n"
 
 
-def parse_layouts(text: str, where: str) -> list[InputLayout]:
+def decode_record(data: bytes, where: str) -> str:
+    """The record's text; raises ValueError naming `where` and the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{where}: expected UTF-8 text, found byte 0x{data[e.start]:02x} at offset {e.start} "
+                         f"(line {line})") from None
+
+
+def parse_layouts(text: str | bytes, where: str) -> list[InputLayout]:
+    """The layouts of a record (its text, or its bytes as read from the archive); raises
+    ValueError naming `where` and the line that is not one."""
+    if isinstance(text, bytes):
+        text = decode_record(text, where)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or lines[0] != HEADER:
         raise ValueError(f"{where}: expected the first line '{HEADER}', found {lines[0] if lines else 'nothing'!r}")

@@ -14,7 +14,13 @@ another layout, and archives whose entries would be written outside the extracti
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import os
+import shutil
+import tempfile
+import threading
+import weakref
 import zipfile
 from pathlib import Path
 
@@ -29,9 +35,14 @@ __all__ = ["GuardedPackage", "add_layouts", "archive_prefix", "check_entries", "
 
 def check_entries(path: str | os.PathLike) -> list[str]:
     """The archive's entry names; raises ValueError naming an entry that would be extracted
-    outside the extraction folder (absolute, `..`, or a drive/backslash path: zip-slip)."""
+    outside the extraction folder (absolute, `..`, or a drive/backslash path: zip-slip), or
+    one that the archive holds more than once (which of them a reader takes differs:
+    zipfile the last, miniz either; two readers would see two packages)."""
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
+    for name, count in collections.Counter(names).items():
+        if count > 1:
+            raise ValueError(f"{path}: refusing the package: it holds {count} entries named {name!r}")
     for name in names:
         parts = name.replace("\\", "/").split("/")
         if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
@@ -55,7 +66,7 @@ def read_layouts(path: str | os.PathLike) -> list[layouts.InputLayout] | None:
     if entry not in names:
         return None
     with zipfile.ZipFile(path) as z:
-        return layouts.parse_layouts(z.read(entry).decode("utf-8"), f"{path}:{entry}")
+        return layouts.parse_layouts(z.read(entry), f"{path}:{entry}")
 
 
 def add_layouts(path: str | os.PathLike, ep: torch.export.ExportedProgram) -> list[layouts.InputLayout]:
@@ -69,6 +80,32 @@ def add_layouts(path: str | os.PathLike, ep: torch.export.ExportedProgram) -> li
     with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
         z.writestr(entry, layouts.format_layouts(recorded))
     return recorded
+
+
+_TMPDIR_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _extraction_folder():
+    """Yields a new folder that TMPDIR names for the duration: torch's loader extracts the
+    package under TMPDIR, and leaves the extraction behind when the load fails; the folder
+    is removed then. Limit: other threads creating temporary files from C++ meanwhile
+    create them there too."""
+    tempfile.gettempdir()  # fixes Python's own temporary folder (on first use) where it is
+    folder = tempfile.mkdtemp(prefix="backplane-load-")
+    with _TMPDIR_LOCK:
+        before = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = folder
+        try:
+            yield folder
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        finally:
+            if before is None:
+                del os.environ["TMPDIR"]
+            else:
+                os.environ["TMPDIR"] = before
 
 
 class GuardedPackage:
@@ -116,7 +153,8 @@ def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **a
     would land outside the extraction folder, and (unless allow_plugin_change) a package
     whose backplane ops another plugin serves here than when it was made
     (package_plugins.py), and one whose model library links libstdc++ statically
-    (StaticLibstdcxxError: loading it would crash the process)."""
+    (StaticLibstdcxxError: loading it would crash the process). A load that fails leaves
+    none of the files it extracted behind."""
     from .package_plugins import check_plugins
 
     recorded = read_layouts(path)  # also checks the entries
@@ -126,7 +164,11 @@ def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **a
     plugin_notes = check_plugins(path, allow_plugin_change)
     # torch >= 2.14 then checks sizes, strides, dtype and device itself as well.
     os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
-    compiled = torch._inductor.aoti_load_package(os.fspath(path), **aoti_options)
+    with _extraction_folder() as folder:
+        compiled = torch._inductor.aoti_load_package(os.fspath(path), **aoti_options)
+    # The extraction goes when the loader does (torch then finds its part gone), or at exit.
+    # Limit: a CUDA package run from an exit handler after that cannot load its kernels.
+    weakref.finalize(getattr(compiled, "loader", compiled), shutil.rmtree, folder, True)
     package = GuardedPackage(path, compiled, recorded)
     package.plugins = plugin_notes
     return package

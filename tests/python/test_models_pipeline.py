@@ -167,6 +167,14 @@ def test_assert_matches_reports_the_difference():
         assert_matches(torch.zeros(3), torch.tensor([0.0, 0.5, 0.0]), (0.0, 0.0), "case")
 
 
+@pytest.mark.parametrize("tolerance", [(0.0, 0.0), (1e-6, 1e-5)])
+def test_assert_matches_takes_nan_where_the_reference_has_nan(tolerance):
+    nan = float("nan")
+    assert_matches(torch.tensor([1.0, nan]), torch.tensor([1.0, nan]), tolerance, "case")
+    with pytest.raises(AssertionError, match="NaN at 1 positions where the reference holds a number, a number at 0"):
+        assert_matches(torch.tensor([nan, 1.0]), torch.tensor([1.0, 1.0]), tolerance, "case")
+
+
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 
 
