@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer on the YAML readers: scripts/fuzz.sh BUILD SECONDS
+# libFuzzer on the YAML readers and the formula grammar: scripts/fuzz.sh BUILD SECONDS
 # Builds the harnesses (tests/fuzz) with clang, ASan and UBSan in BUILD (default
 # build-fuzz), then runs each for SECONDS (default 60). Seeds come from
 # tests/fuzz/corpus/<reader>; what the fuzzer adds goes to BUILD/fuzz/corpus/<reader>,
@@ -18,7 +18,7 @@ generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
 cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$CLANG" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DBACKPLANE_PYTHON="$python" -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TESTS=OFF -DBACKPLANE_BUILD_BENCH=OFF \
   -DBACKPLANE_CUDA=OFF
-readers=(registry classes manifest)
+readers=(registry classes manifest formula)
 cmake --build "$BUILD" --parallel --target "${readers[@]/#/backplane_fuzz_}"
 
 mkdir -p "$BUILD/fuzz/artifacts"

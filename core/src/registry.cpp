@@ -6,6 +6,8 @@
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace backplane {
 
@@ -116,19 +118,34 @@ std::string dtype_name(c10::ScalarType dtype) {
   return c10::toString(dtype);
 }
 
+namespace {
+Registry parse_compiled_registry() {
+  Registry all;
+  for (const auto& source : detail::registry_sources()) {
+    Registry file = parse_registry(source.text, source.file);
+    for (const OpDef& op : file.ops())  // the build's registry check refuses this too
+      if (op.ns != kNamespace) throw RegistryError(op.where, "the core registry defines backplane:: ops only");
+    all.merge(std::move(file));
+  }
+  all.check_classes();
+  return all;
+}
+}  // namespace
+
 const Registry& registry() {
-  // Parsed once, on first use. The build ran the same parser over the same text
-  // (backplane_registry_check), so a failure here means a corrupted build.
+  // Parsed once, on first use: in the core's TORCH_LIBRARY block, while the library
+  // loads. An exception there would abort the process from a static initializer
+  // ("terminate called after throwing ..."), so a bad registry is said once and the
+  // process exits 1. That is how the build reports one: backplane_registry_check loads
+  // the core built from the same files; elsewhere it means a build that skipped the check.
   static const Registry parsed = [] {
-    Registry all;
-    for (const auto& source : detail::registry_sources()) {
-      Registry file = parse_registry(source.text, source.file);
-      for (const OpDef& op : file.ops())  // the build's registry check refuses this too
-        if (op.ns != kNamespace) throw RegistryError(op.where, "the core registry defines backplane:: ops only");
-      all.merge(std::move(file));
+    try {
+      return parse_compiled_registry();
+    } catch (const std::exception& e) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", e.what());
+      std::_Exit(1);  // not exit(): other libraries are mid-initialization, their atexit handlers unsafe
     }
-    all.check_classes();
-    return all;
   }();
   return parsed;
 }

@@ -22,10 +22,65 @@ namespace {
 using detail::at;
 using detail::kind_name;
 
+bool python_keyword(const std::string& name) {
+  static const std::set<std::string> keywords = {
+      "False", "None",  "True",  "and",    "as",       "assert", "async", "await",  "break",
+      "class", "continue", "def", "del",   "elif",     "else",   "except", "finally", "for",
+      "from",  "global", "if",   "import", "in",       "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",  "raise", "return", "try",      "while",  "with",  "yield"};
+  return keywords.count(name) > 0;
+}
+
+// Why a fragment may not use namespace `ns` (empty: it may). The dispatcher knows the
+// namespaces of PyTorch's C++ libraries only once they are loaded, and those its Python
+// modules define only once imported (quantized_decomposed), so PyTorch's are listed here
+// (tests/python/test_hardening_registry.py compares the list with this torch's);
+// vendor_ops.cpp also asks the dispatcher, for every other library loaded.
+std::string reserved_namespace(const std::string& ns) {
+  static const std::set<std::string> pytorch_own = {
+      "aten", "ao", "bucketing", "c10d", "c10d_functional", "coor", "debug_mode_ops", "debugprims", "device_mesh",
+      "export", "flex_lib", "fsdp", "higher_order", "inductor", "inductor_prims", "mempool", "mkl", "mkldnn",
+      "mkldnn_prepacked", "onednn", "onnx", "onnx_symbolic", "pippy", "prim", "prims", "profiler", "quantization",
+      "quantized", "quantized_decomposed", "rngprims", "semi_structured", "sparse", "static_runtime", "streams",
+      "symm_mem", "torch", "torch_attn", "triton"};
+  // Attributes of torch.ops itself: torch.ops.<ns> would be them, not the namespace.
+  static const std::set<std::string> torch_ops_attributes = {"import_module", "load_library", "loaded_libraries"};
+  if (pytorch_own.count(ns)) return "belongs to PyTorch";
+  if (ns[0] == '_') return "starts with '_', which marks PyTorch's private namespaces (_c10d_functional, _quantized)";
+  if (torch_ops_attributes.count(ns)) return "is an attribute of torch.ops, so torch.ops." + ns + " is not the namespace";
+  if (python_keyword(ns)) return "is a Python keyword, so torch.ops." + ns + " does not parse";
+  return "";
+}
+
+// Why an op may not be named `name` (empty: it may): torch.ops.<ns>.<name> must reach it.
+std::string reserved_op_name(const std::string& name) {
+  if (python_keyword(name)) return "is a Python keyword, so torch.ops.<namespace>." + name + " does not parse";
+  // Attributes every torch.ops namespace has (torch/_ops.py's _OpNamespace, a module).
+  if (name == "name" || name == "_dir" || (name.size() > 4 && name.rfind("__", 0) == 0 && name.substr(name.size() - 2) == "__"))
+    return "is an attribute of every torch.ops namespace, so torch.ops.<namespace>." + name + " is not the op";
+  return "";
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
+}
+
+// "x, weight" -> {x, weight}; an empty name (",x") makes the list empty: an error.
+std::vector<std::string> split_names(const std::string& key) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = key.find(',', start);
+    std::string name = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name.empty()) return {};
+    names.push_back(name);
+    if (comma == std::string::npos) return names;
+    start = comma + 1;
+  }
 }
 
 class OpParser {
@@ -100,29 +155,8 @@ class OpParser {
         if (op_.backward.count(arg))
           fail(entry.first, "backward of '" + op_.name + "' gives '" + arg + "' a gradient twice");
       }
-      const std::string formula = scalar(entry.second, "a gradient formula");
-      try {
-        conformance::ReferenceExpr::parse(formula);
-      } catch (const std::exception& e) {
-        fail(entry.second, "backward of '" + op_.name + "' for '" + key + "': " + e.what());
-      }
+      const std::string formula = scalar(entry.second, "a gradient formula");  // checked by FormulaChecker
       for (size_t i = 0; i < args.size(); ++i) op_.backward[args[i]] = GradientFormula{formula, i, args.size()};
-    }
-  }
-
-  // "x, weight" -> {x, weight}; an empty name (",x") makes the list empty: an error.
-  static std::vector<std::string> split_names(const std::string& key) {
-    std::vector<std::string> names;
-    size_t start = 0;
-    while (true) {
-      const size_t comma = key.find(',', start);
-      std::string name = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      name.erase(0, name.find_first_not_of(" \t"));
-      name.erase(name.find_last_not_of(" \t") + 1);
-      if (name.empty()) return {};
-      names.push_back(name);
-      if (comma == std::string::npos) return names;
-      start = comma + 1;
     }
   }
 
@@ -144,6 +178,8 @@ class OpParser {
       fail(node, "schema '" + op_.schema + "' has an overload name ('" + schema.overload_name() +
                      "'); overloads are not supported, give the op its own name");
     op_.name = schema.name();
+    if (const std::string why = reserved_op_name(op_.name); !why.empty())
+      fail(node, "op name '" + op_.name + "' " + why + "; give the op another name");
     op_.arguments = schema.arguments();
     for (const auto& arg : schema.arguments()) {
       if (op_.arg_index(arg.name()) >= 0)  // parseSchema accepts it; arg_index would find only the first
@@ -298,6 +334,107 @@ class OpParser {
   size_t returns_tensors_ = 0;
 };
 
+// Every formula of a document (reference, baseline, backward), parsed and checked once all
+// its ops are known: a backward formula may call an op defined further down. A call of
+// the document's own namespace resolves to its ops, any other to the dispatcher's schemas,
+// so a formula may call PyTorch's ops, the document's, and those of libraries already loaded.
+class FormulaChecker {
+ public:
+  FormulaChecker(const std::string& file, const std::string& text, const std::string& ns, const Registry& doc)
+      : file_(file), text_(text), ns_(ns), doc_(doc) {}
+
+  void check(const YAML::Node& node, const OpDef& op) const {
+    const size_t outputs = std::max<size_t>(op.new_outputs(), 1);
+    if (const YAML::Node ref = node["reference"]) check_value(ref, "reference of '" + op.name + "'", op, outputs);
+    if (const YAML::Node base = node["baseline"]) check_value(base, "baseline of '" + op.name + "'", op, outputs);
+    if (const YAML::Node backward = node["backward"])
+      for (const auto& entry : backward) {
+        const std::string key = entry.first.Scalar();
+        check_gradient(entry.second, "backward of '" + op.name + "' for '" + key + "'", op, split_names(key).size());
+      }
+  }
+
+ private:
+  // A reference or baseline: one value per output (evaluate(): a call's first value where
+  // the op has one output; evaluate_all() where it has several).
+  void check_value(const YAML::Node& node, const std::string& what, const OpDef& op, size_t outputs) const {
+    const std::string& text = node.Scalar();
+    const std::vector<c10::TypePtr> types = checked(node, what, op, {});
+    const bool list = text.find_first_not_of(" \t") != std::string::npos && text[text.find_first_not_of(" \t")] == '[';
+    if (outputs == 1 && list)
+      fail(node, 1, what + " is a list; an op with one output has one reference (a list gives one per output)");
+    if (outputs > 1 && types.size() != outputs)
+      fail(node, 1, what + " gives " + std::to_string(types.size()) + " value(s) for the op's " + std::to_string(outputs) +
+                        " outputs (several outputs: a list [a, b] of their references)");
+    expect_tensors(node, what, types, outputs);
+  }
+
+  // A `backward:` formula for a key naming `args` arguments: one gradient per argument (a
+  // key naming one: the first value).
+  void check_gradient(const YAML::Node& node, const std::string& what, const OpDef& op, size_t args) const {
+    const std::vector<c10::TypePtr> types = checked(node, what, op, {"grad", "result"});
+    if (args > 1 && types.size() != args)
+      fail(node, 1, what + " gives " + std::to_string(types.size()) + " value(s); a key naming " + std::to_string(args) +
+                        " arguments needs a call giving one gradient per argument, in the key's order");
+    expect_tensors(node, what, types, args);
+  }
+
+  void expect_tensors(const YAML::Node& node, const std::string& what, const std::vector<c10::TypePtr>& types,
+                      size_t count) const {
+    if (types.empty()) fail(node, 1, what + " gives no value");
+    for (size_t i = 0; i < count && i < types.size(); ++i)
+      if (!types[i] || types[i]->kind() != c10::TypeKind::TensorType)
+        fail(node, 1, what + " gives " + (types[i] ? types[i]->str() : std::string("an empty list")) +
+                          (count > 1 ? " as value " + std::to_string(i) : std::string()) + ", not a Tensor");
+  }
+
+  // Parses and checks the formula; its types (conformance::ReferenceExpr::check).
+  std::vector<c10::TypePtr> checked(const YAML::Node& node, const std::string& what, const OpDef& op,
+                                    const std::vector<std::string>& tensors) const {
+    if (!node.IsScalar() || node.Scalar().empty())
+      throw RegistryError(at(file_, node), what + " must be a call such as aten::add.Tensor(a, b), found " + kind_name(node));
+    conformance::FormulaScope scope;
+    for (const auto& arg : op.arguments) scope.names[arg.name()] = arg.type();
+    for (const auto& name : tensors) scope.names.emplace(name, c10::TensorType::get());
+    scope.schema = [this](const std::string& name, const std::string& overload) { return schema(name, overload); };
+    scope.overloads = [this](const std::string& name) { return overloads(name); };
+    try {
+      return conformance::ReferenceExpr::parse(node.Scalar()).check(scope);
+    } catch (const conformance::FormulaError& e) {
+      fail(node, e.column(), what + ": " + e.what());
+    }
+  }
+
+  // The document's own op (no overloads), else the dispatcher's.
+  std::optional<c10::FunctionSchema> schema(const std::string& name, const std::string& overload) const {
+    if (const OpDef* own = own_op(name)) {
+      if (!overload.empty()) return std::nullopt;
+      return torch::jit::parseSchema(own->schema);
+    }
+    return dispatcher_.schema(name, overload);
+  }
+
+  std::vector<std::string> overloads(const std::string& name) const {
+    if (own_op(name)) return {""};
+    return dispatcher_.overloads(name);
+  }
+
+  const OpDef* own_op(const std::string& name) const {
+    const std::string prefix = ns_ + "::";
+    return name.compare(0, prefix.size(), prefix) == 0 ? doc_.find(name.substr(prefix.size())) : nullptr;
+  }
+
+  [[noreturn]] void fail(const YAML::Node& node, size_t column, const std::string& message) const {
+    throw RegistryError(detail::at_column(file_, text_, node, column), message);
+  }
+
+  const std::string& file_;
+  const std::string& text_;
+  const std::string& ns_;
+  const Registry& doc_;
+  const conformance::FormulaScope dispatcher_ = conformance::FormulaScope::dispatcher({});
+};
+
 }  // namespace
 
 Registry parse_registry(const std::string& text, const std::string& file) {
@@ -325,9 +462,8 @@ Registry parse_registry(const std::string& text, const std::string& file) {
     if (!identifier)
       throw RegistryError(at(file, given), "namespace '" + ns + "' should be a lower-case identifier such as acme " +
                                                "([a-z_][a-z0-9_]*), found " + (given.IsScalar() ? "'" + ns + "'" : kind_name(given)));
-    static const std::set<std::string> pytorch_own = {"aten", "prim", "prims", "torch", "_", "c10d", "quantized", "inductor"};
-    if (pytorch_own.count(ns))
-      throw RegistryError(at(file, given), "namespace '" + ns + "' belongs to PyTorch; give your ops a namespace of your own");
+    if (const std::string why = reserved_namespace(ns); !why.empty())
+      throw RegistryError(at(file, given), "namespace '" + ns + "' " + why + "; give your ops a namespace of your own");
   }
   Registry out;
   const YAML::Node ops = root["ops"];
@@ -341,6 +477,8 @@ Registry parse_registry(const std::string& text, const std::string& file) {
       op.ns = ns;
       out.add(std::move(op));
     }
+    const FormulaChecker formulas(file, text, ns, out);
+    for (size_t i = 0; i < ops.size(); ++i) formulas.check(ops[i], out.ops()[i]);
   }
   if (classes) {
     if (!classes.IsSequence())

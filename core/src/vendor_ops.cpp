@@ -62,6 +62,7 @@ class VendorOps {
       }
     }
     files_.insert(fragment.file);
+    owners_.emplace(fragment.ns, Owner{plugin, fragment.file});
   }
 
   void check(const Fragment& fragment) {
@@ -94,12 +95,37 @@ class VendorOps {
         throw RegistryError(op.where, "defines " + q + ", which a library not loaded through backplane already "
                                           "defined in this process");
     }
+    check_namespace_locked(fragment);
+  }
+
+  // A namespace belongs to the first fragment that defines ops in it: another plugin's
+  // ops there would look like the owner's (torch.ops.acme.*) and could shadow its later
+  // ones, and a namespace PyTorch or another library uses breaks inside torch.
+  void check_namespace_locked(const Fragment& fragment) const {
+    const SourceLocation where = fragment.ops.empty() ? SourceLocation{fragment.file, 0, 0} : fragment.ops.front().where;
+    auto owner = owners_.find(fragment.ns);
+    if (owner != owners_.end())
+      throw RegistryError(where, "adds ops to namespace '" + fragment.ns + "', which belongs to plugin '" +
+                                     owner->second.plugin + "' (its fragment " + owner->second.file +
+                                     "); a fragment defines ops in a namespace of its own (a second plugin serving "
+                                     "the same ops is built with USES_REGISTRY of the first's fragment)");
+    const std::string prefix = fragment.ns + "::";
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames())
+      if (name.name.compare(0, prefix.size(), prefix) == 0 && c10::Dispatcher::singleton().findSchema(name))
+        throw RegistryError(where, "namespace '" + fragment.ns + "' already holds " + name.name +
+                                       ", which PyTorch or another library defined in this process; give the "
+                                       "plugin's ops a namespace of its own");
   }
 
   // Recursive: defining an op builds its Meta kernel, which looks the op up (find_op_def).
   std::recursive_mutex mutex_;
   std::deque<DefinedOp> ops_;
   std::set<std::string> files_;
+  struct Owner {
+    std::string plugin;
+    std::string file;
+  };
+  std::map<std::string, Owner> owners_;  // namespace -> the fragment that defined it
   std::map<std::string, std::unique_ptr<torch::Library>> libraries_;  // per namespace
 };
 

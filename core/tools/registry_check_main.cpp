@@ -1,7 +1,10 @@
 // backplane_registry_check [--markdown OUT] FILE...: parses registry files the way the
-// core does, evaluates each op's reference on its first sample (CPU, float64), and prints
-// the first error as file:line:column: message. With --markdown, also writes the op
-// table the docs show (generated at build time, never committed). Run by the build.
+// core does (every formula checked against the dispatcher's schemas), evaluates each op's
+// reference on its first sample (CPU, float64), and prints each file's first error as
+// file:line:column: message, once, exiting 1 (2: a usage error). With --markdown, also
+// writes the op table the docs show (generated at build time, never committed). Run by
+// the build, which loads the core built from the same files: an error the core's own
+// parse meets is said by the core (registry()), the same way.
 #include <backplane/conformance_inputs.h>
 #include <backplane/reference_expr.h>
 #include <backplane/registry.h>
@@ -13,6 +16,8 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -78,33 +83,67 @@ std::string markdown(const backplane::Registry& all) {
   return out.str();
 }
 
+// The files named on the command line, or a usage error (exit 2) naming the flag or file.
+struct Arguments {
+  std::vector<std::pair<std::string, std::string>> files;  // path, text
+  std::string markdown_path;
+};
+
+int read_arguments(int argc, char** argv, Arguments& out) {
+  const char* usage = "usage: backplane_registry_check [--markdown OUT] FILE...";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--markdown") {
+      if (i + 1 >= argc) {
+        std::cerr << "backplane_registry_check: --markdown needs a file to write\n" << usage << "\n";
+        return 2;
+      }
+      out.markdown_path = argv[++i];
+      continue;
+    }
+    std::ifstream in(arg);
+    if (!in) {
+      std::cerr << arg << ": cannot read\n";
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    out.files.emplace_back(arg, text.str());
+  }
+  if (out.files.empty()) {
+    std::cerr << usage << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  Arguments args;
+  if (const int status = read_arguments(argc, argv, args)) return status;
   backplane::Registry all;
-  std::string markdown_path;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--markdown" && i + 1 < argc) {
-        markdown_path = argv[++i];
-        continue;
-      }
-      std::ifstream in(argv[i]);
-      if (!in) {
-        std::cerr << argv[i] << ": cannot read\n";
-        return 1;
-      }
-      std::stringstream text;
-      text << in.rdbuf();
-      all.merge(backplane::parse_registry(text.str(), argv[i]));
+  // Each file's first error, as a compiler gives one per file; then the cross-file checks.
+  std::vector<backplane::Registry> parsed;
+  bool failed = false;
+  for (const auto& [path, text] : args.files) {
+    try {
+      parsed.push_back(backplane::parse_registry(text, path));
+    } catch (const backplane::RegistryError& e) {
+      std::cerr << e.what() << "\n";
+      failed = true;
     }
+  }
+  if (failed) return 1;
+  try {
+    for (auto& file : parsed) all.merge(std::move(file));
     all.check_classes();
     for (const auto& op : all.ops()) check_reference(op);
   } catch (const backplane::RegistryError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   }
-  if (!markdown_path.empty()) std::ofstream(markdown_path) << markdown(all);
+  if (!args.markdown_path.empty()) std::ofstream(args.markdown_path) << markdown(all);
   std::cout << "registry: " << all.ops().size() << " ops, " << all.classes().size() << " classes OK\n";
   return 0;
 }

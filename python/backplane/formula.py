@@ -9,8 +9,9 @@ of any registry op (and take its gradients through autograd) with no code per op
 The grammar is the C++ evaluator's (core/include/backplane/reference_expr.h), which the
 conformance suite and the build's checks use: calls `ns::op[.overload](args)` (no
 overload: the default one; arguments positional or `name=`), argument names, `box[0]`,
-`dtype(x)`, numbers, true, false, None and lists `[a, b]`. A formula whose outermost
-expression is a list gives a list (one value per output).
+`dtype(x)`, numbers, strings (`'tanh'` or `"tanh"`, no escapes), true, false, None and lists
+`[a, b]`, e.g. `aten::gelu(x, approximate='tanh')`. A formula whose outermost expression is a
+list gives a list (one value per output).
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_TOKEN = re.compile(r"\s*(?:(::)|([A-Za-z_]\w*)|(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(.))")
+# '::', a name, a number, a string ('...' or "...", no escapes), an unterminated string, or one character.
+_TOKEN = re.compile(r"""\s*(?:(::)|([A-Za-z_]\w*)|(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|('[^']*'|"[^"]*")|(['"])|(.))""")
+_KINDS = {1: "::", 2: "ident", 3: "number", 4: "string", 5: "unterminated", 6: "punct"}
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,16 @@ class _Parser:
         for m in _TOKEN.finditer(text):
             if m.end() == m.start():
                 break
-            kind = next(i for i in range(1, 5) if m.group(i) is not None)
-            self.tokens.append(({1: "::", 2: "ident", 3: "number", 4: "punct"}[kind], m.group(kind), m.start(kind) + 1))
+            kind = next(i for i in _KINDS if m.group(i) is not None)
+            if _KINDS[kind] == "unterminated":
+                raise FormulaError(f"formula '{text}', column {m.start(kind) + 1}: unterminated string: no closing {m.group(kind)}")
+            self.tokens.append((_KINDS[kind], m.group(kind), m.start(kind) + 1))
         self.pos = 0
+        self.depth = 0
 
-    def fail(self, what: str):
-        column = self.tokens[self.pos][2] if self.pos < len(self.tokens) else len(self.text) + 1
+    def fail(self, what: str, column: int | None = None):
+        if column is None:
+            column = self.tokens[self.pos][2] if self.pos < len(self.tokens) else len(self.text) + 1
         raise FormulaError(f"formula '{self.text}', column {column}: {what}")
 
     def peek(self, text: str | None = None, kind: str | None = None) -> bool:
@@ -68,17 +75,31 @@ class _Parser:
             self.fail(f"unexpected '{self.tokens[self.pos][1]}'")
         return node
 
+    _MAX_DEPTH = 100  # as the C++ parser: calls and lists nest by recursion
+
     def expr(self) -> _Node:
+        if self.depth == self._MAX_DEPTH:
+            self.fail(f"nested deeper than {self._MAX_DEPTH} calls or lists")
+        self.depth += 1
+        try:
+            return self._expr()
+        finally:
+            self.depth -= 1
+
+    def _expr(self) -> _Node:
         if self.peek("["):
             self.take("[")
             return _Node("list", args=self.items(self.expr, "]"))
         if self.peek(kind="number"):
             text = self.take(kind="number")
             return _Node("literal", value=float(text) if re.search(r"[.eE]", text) else int(text))
+        if self.peek(kind="string"):
+            return _Node("literal", value=self.take(kind="string")[1:-1])
         if not self.peek(kind="ident"):
             self.fail("expected an expression")
+        column = self.tokens[self.pos][2]
         name = self.take(kind="ident")
-        if name in ("true", "false", "None"):
+        if name in ("true", "false", "None") and not self.peek("::"):
             return _Node("literal", value={"true": True, "false": False, "None": None}[name])
         if self.peek("::"):
             self.take("::")
@@ -92,7 +113,7 @@ class _Parser:
         if self.peek("("):
             if name != "dtype":
                 self.fail(f"unknown function '{name}'; ops name their namespace (aten::add.Tensor), "
-                          "and the one built-in is dtype(tensor)")
+                          "and the one built-in is dtype(tensor)", column)
             self.take("(")
             arg = self.take(kind="ident")
             self.take(")")

@@ -1,11 +1,14 @@
 // The registry parser: the shipped registry, and every error a registry author can
 // make, each with its file:line:column and message.
+#include <backplane/reference_expr.h>
 #include <backplane/registry.h>
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 namespace backplane {
 namespace {
@@ -148,11 +151,17 @@ TEST(Registry, BackwardFormulasPerTensorArgument) {
   EXPECT_EQ(r.ops()[0].backward.at("x").formula, "aten::mul.Scalar(grad, 2)");
 }
 
+// The document's prod_backward: (Tensor, Tensor), after `prod` (a formula may call an op
+// defined further down).
+const std::string kProdBackward =
+    "  - schema: prod_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)\n    doc: Both gradients.\n"
+    "    dtypes: [float32]\n    shape: [{same_as: a}, {same_as: b}]\n";
+
 // One call giving several arguments' gradients: a backward op returning both.
 TEST(Registry, BackwardKeyNamingSeveralArguments) {
   Registry r = parse_registry(
       op_yaml("prod(Tensor a, Tensor b) -> Tensor", "[float32]", "{broadcast: [a, b]}",
-              "    backward: {\"a, b\": \"backplane::prod_backward(grad, a, b)\"}\n"),
+              "    backward: {\"a, b\": \"backplane::prod_backward(grad, a, b)\"}\n") + kProdBackward,
       "test.yaml");
   const OpDef& op = r.ops()[0];
   EXPECT_EQ(op.backward.at("a").formula, "backplane::prod_backward(grad, a, b)");
@@ -196,7 +205,7 @@ TEST(RegistryErrors, BackwardMustNameTensorArgumentsAndParse) {
   expect_error(op_yaml("twice(Tensor x, float s=2.0) -> Tensor", "[float32]", "{same_as: x}", "    backward: {s: grad}\n"),
                "test.yaml:6:16", "backward of 'twice' names 's', which is not a Tensor argument; expected one of: x");
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: {x: \"aten::mul(grad\"}\n"),
-               "test.yaml:6:19", "backward of 'twice' for 'x':");
+               "test.yaml:6:34", "backward of 'twice' for 'x': formula 'aten::mul(grad', column 15: expected ')'");
   expect_error(op_yaml("twice_(Tensor(a!) x) -> ()", "[float32]", "{in_place: x}", "    backward: {x: grad}\n"),
                "test.yaml:6:15", "derivatives of ops that write an argument are not supported yet");
 }
@@ -204,7 +213,7 @@ TEST(RegistryErrors, BackwardMustNameTensorArgumentsAndParse) {
 // dtype(t) is the grammar's one function without a namespace; any other is refused by name.
 TEST(RegistryErrors, UnknownFunctionInAFormulaIsNamed) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: {x: \"mul(grad, 2)\"}\n"),
-               "test.yaml:6:19", "unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)");
+               "test.yaml:6:20", "unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)");
   const Registry r = parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
                                             "    backward: {x: \"aten::_softmax_backward_data(grad, x, -1, dtype(x))\"}\n"),
                                     "test.yaml");
@@ -300,6 +309,133 @@ TEST(RegistryErrors, AliasCycleIsRefusedNotWalkedForever) {
 TEST(RegistryErrors, TwoArgumentsWithOneName) {
   expect_error(op_yaml("twice(Tensor x, Tensor x) -> Tensor"), "test.yaml:2:13",
                "schema 'twice(Tensor x, Tensor x) -> Tensor' has two arguments named 'x'");
+}
+
+
+// Every formula is checked when the registry is read (the build's registry check, a
+// plugin's manifest tool, the loader), at the name it is about: not at the first backward.
+TEST(RegistryFormulas, AMisspeltNameIsRefusedAtIt) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                       "    backward: {x: \"aten::mul.Scalar(gard, 2)\"}\n"),
+               "test.yaml:6:37", "backward of 'twice' for 'x': formula 'aten::mul.Scalar(gard, 2)', column 18: "
+                                 "unknown name 'gard'; expected one of: grad, result, x");
+  // A reference reads the op's arguments only.
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    reference: aten::neg(grad)\n"),
+               "test.yaml:6:26", "unknown name 'grad'; expected one of: x");
+  // Where the formula is not written verbatim (an escape), its scalar's place.
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+                       "    backward: {x: \"aten::mul.Scalar(gard,\\t2)\"}\n"),
+               "test.yaml:6:19", "unknown name 'gard'");
+}
+
+TEST(RegistryFormulas, UnknownOpsAndOverloadsAreRefusedAtTheirName) {
+  const auto op = [](const std::string& reference) {
+    return op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    reference: " + reference + "\n");
+  };
+  expect_error(op("aten::mul.Scalar(aten::tanhh(x), 2)"), "test.yaml:6:33",
+               "reference of 'twice': formula 'aten::mul.Scalar(aten::tanhh(x), 2)', column 18: unknown op aten::tanhh");
+  expect_error(op("aten::add.Tensr(x, x)"), "test.yaml:6:16", "aten::add has no overload 'Tensr'; it has: aten::add.Scalar, ");
+  expect_error(op("aten::add(x, x)"), "test.yaml:6:16", "aten::add has no default overload; write one of: aten::add.Scalar, ");
+  expect_error(op("aten::add.Tensor(x, x, alpah=2)"), "test.yaml:6:39",
+               "aten::add.Tensor has no argument 'alpah'; it has: self, other, alpha");
+  expect_error(op("aten::add.Tensor(x)"), "test.yaml:6:16", "aten::add.Tensor needs argument 'other' (Tensor)");
+  expect_error(op("aten::neg(x, x)"), "test.yaml:6:29", "aten::neg takes 1 argument(s), found more");
+  expect_error(op("aten::add.Tensor(x, x, self=x)"), "test.yaml:6:39", "aten::add.Tensor is given argument 'self' twice");
+}
+
+TEST(RegistryFormulas, IndexesAndDtypesNeedTheirTypes) {
+  const auto crop = [](const std::string& reference) {
+    return op_yaml("crop1(Tensor x, int[] box) -> Tensor", "[float32]", "{same_as: x}",
+                   "    samples: [{x: [4, 8], box: [0, 0, 2, 2]}]\n    reference: " + reference + "\n");
+  };
+  parse_registry(crop("aten::narrow(x, 0, box[0], box[1])"), "test.yaml");
+  expect_error(crop("aten::narrow(x, 0, x[0], 1)"), "test.yaml:7:35", "'x[0]' indexes 'x', which is Tensor, not an int list");
+  expect_error(crop("aten::_softmax_backward_data(x, x, -1, dtype(box))"), "test.yaml:7:61",
+               "dtype(box) needs a Tensor, and 'box' is int[]");
+  expect_error(crop("aten::cat([x, 1])"), "test.yaml:7:30", "a list holds integers only or tensors only, found both");
+}
+
+// A reference gives one value per output; a `backward:` key naming k arguments, k gradients.
+TEST(RegistryFormulas, EachFormulaGivesAsManyTensorsAsItMust) {
+  expect_error(op_yaml("scale2(Tensor x, Tensor w) -> Tensor", "[float32]", "{broadcast: [x, w]}",
+                       "    backward: {\"x, w\": \"aten::mul.Tensor(grad, w)\"}\n"),
+               "test.yaml:6:25", "backward of 'scale2' for 'x, w' gives 1 value(s); a key naming 2 arguments needs a call "
+                                 "giving one gradient per argument");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backward: {x: \"aten::chunk(grad, 2)\"}\n"),
+               "test.yaml:6:20", "backward of 'twice' for 'x' gives Tensor[], not a Tensor");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    reference: aten::size.int(x, 0)\n"),
+               "test.yaml:6:16", "reference of 'twice' gives int, not a Tensor");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    reference: \"[aten::sin(x)]\"\n"),
+               "test.yaml:6:17", "reference of 'twice' is a list; an op with one output has one reference");
+  expect_error(op_yaml("split2(Tensor x, Tensor w) -> (Tensor, Tensor)", "[float32]", "[{same_as: x}, {same_as: w}]",
+                       "    reference: aten::sin(x)\n"),
+               "test.yaml:6:16", "reference of 'split2' gives 1 value(s) for the op's 2 outputs");
+  parse_registry(op_yaml("split2(Tensor x, Tensor w) -> (Tensor, Tensor)", "[float32]", "[{same_as: x}, {same_as: w}]",
+                         "    reference: \"[aten::sin(x), aten::cos(w)]\"\n"),
+                 "test.yaml");
+}
+
+// A call of the document's own namespace resolves to its ops, wherever they are defined.
+TEST(RegistryFormulas, TheDocumentsOwnOpsResolve) {
+  const auto prod = [](const std::string& formula) {
+    return op_yaml("prod(Tensor a, Tensor b) -> Tensor", "[float32]", "{broadcast: [a, b]}",
+                   "    backward: {\"a, b\": \"" + formula + "\"}\n") + kProdBackward;
+  };
+  expect_error(prod("backplane::prod_backward.x(grad, a, b)"), "test.yaml:6:25",
+               "backplane::prod_backward has no overload 'x'; it has: backplane::prod_backward");
+  expect_error(prod("backplane::prod_backwards(grad, a, b)"), "test.yaml:6:25", "unknown op backplane::prod_backwards");
+  expect_error(prod("backplane::prod_backward(grad, a)"), "test.yaml:6:25", "backplane::prod_backward needs argument 'b'");
+}
+
+TEST(RegistryFormulas, StringsAndNoneAreArguments) {
+  const Registry r = parse_registry(
+      op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}",
+              "    reference: \"aten::gelu(x, approximate='tanh')\"\n    baseline: aten::sum.dim_IntList(x, None, true)\n"),
+      "test.yaml");
+  EXPECT_EQ(r.ops()[0].checks.reference, "aten::gelu(x, approximate='tanh')");
+}
+
+// Names torch.ops.<namespace>.<op> cannot reach: Python keywords and the attributes every
+// namespace has (torch/_ops.py's _OpNamespace).
+TEST(RegistryErrors, OpNamesTorchOpsCannotReachAreRefused) {
+  // (class, def, None, ...: the schema parser refuses them already.)
+  for (const std::string name : {"name", "_dir", "__init__", "__getattr__", "lambda", "yield"})
+    expect_error(op_yaml(name + "(Tensor x) -> Tensor"), "test.yaml:2:13", "op name '" + name + "' is ");
+  parse_registry(op_yaml("names(Tensor x) -> Tensor"), "test.yaml");
+  parse_registry(op_yaml("_dir2(Tensor x) -> Tensor"), "test.yaml");
+}
+
+TEST(Formula, StringsAndNoneEvaluate) {
+  using conformance::ReferenceExpr;
+  const at::Tensor x = at::randn({5}, at::kDouble);
+  const std::map<std::string, c10::IValue> names = {{"x", x}};
+  EXPECT_TRUE(at::equal(ReferenceExpr::parse("aten::gelu(x, approximate='tanh')").evaluate(names).toTensor(),
+                        at::gelu(x, "tanh")));
+  EXPECT_TRUE(at::equal(ReferenceExpr::parse("aten::gelu(x, approximate=\"none\")").evaluate(names).toTensor(), at::gelu(x)));
+  EXPECT_TRUE(at::allclose(ReferenceExpr::parse("aten::sum.dim_IntList(x, None)").evaluate(names).toTensor(), x.sum()));
+}
+
+TEST(Formula, SyntaxErrorsNameTheirColumn) {
+  const std::vector<std::tuple<std::string, size_t, std::string>> cases = {
+      {"aten::gelu(x, approximate='tanh)", 27, "unterminated string: no closing '"},
+      {"aten::narrow(x, 0, box[1.5], 1)", 24, "an index is an integer, found '1.5'"},
+      {"box[99999999999999999999]", 5, "integer '99999999999999999999' is out of range"},
+      {"aten::add.Tensor(x, 1-2)", 22, "expected ')'"},
+      {"aten::mul.Scalar(x, 1e)", 21, "bad number '1e'"},
+      {"aten::neg(@)", 11, "expected an expression, found '@'"},
+      {"mul(x, 2)", 1, "unknown function 'mul'"},
+      {std::string(101, '[') + std::string(101, ']'), 101, "nested deeper than 100 calls or lists"},
+  };
+  for (const auto& [text, column, message] : cases) {
+    try {
+      conformance::ReferenceExpr::parse(text);
+      ADD_FAILURE() << text << " parsed";
+    } catch (const conformance::FormulaError& e) {
+      EXPECT_EQ(e.column(), column) << text << ": " << e.what();
+      EXPECT_EQ(e.message().rfind(message, 0), 0u) << text << ": " << e.what();
+      EXPECT_EQ(std::string(e.what()), "formula '" + text + "', column " + std::to_string(column) + ": " + e.message());
+    }
+  }
 }
 
 }  // namespace

@@ -34,6 +34,14 @@ TEST(VendorOps, FragmentNeedsItsOwnNamespace) {
   expect_refused([] { parse_fragment(fragment("Acme-1"), "f.yaml"); }, "f.yaml:1:12",
                  "should be a lower-case identifier");
   expect_refused([] { parse_fragment(fragment("aten"), "f.yaml"); }, "f.yaml:1:12", "belongs to PyTorch");
+  // Namespaces PyTorch defines in C++ and in Python modules (not imported here), its
+  // private ones, and those torch.ops.<ns> cannot reach.
+  for (const std::string ns : {"quantized_decomposed", "mkldnn", "onednn", "c10d_functional", "higher_order"})
+    expect_refused([&] { parse_fragment(fragment(ns), "f.yaml"); }, "f.yaml:1:12", "namespace '" + ns + "' belongs to PyTorch");
+  expect_refused([] { parse_fragment(fragment("_c10d_functional"), "f.yaml"); }, "f.yaml:1:12",
+                 "starts with '_', which marks PyTorch's private namespaces");
+  expect_refused([] { parse_fragment(fragment("load_library"), "f.yaml"); }, "f.yaml:1:12", "is an attribute of torch.ops");
+  expect_refused([] { parse_fragment(fragment("class"), "f.yaml"); }, "f.yaml:1:12", "is a Python keyword");
   expect_refused([] { parse_fragment(fragment("acme") + "classes: []\n", "f.yaml"); }, "f.yaml:7:10",
                  "cannot declare classes");
 }
@@ -81,6 +89,35 @@ TEST(VendorOps, AnOpDefinedOutsideBackplaneIsRefused) {
   other.def("twice(Tensor x) -> Tensor");
   expect_refused([] { check_fragment(parse_fragment(fragment("vendor_other"), "x.yaml")); }, "x.yaml:3:5",
                  "a library not loaded through backplane already defined");
+}
+
+// A namespace a library outside Backplane already has ops in: ops added there would mix
+// with its own (and PyTorch's, such as quantized_decomposed, break inside torch).
+TEST(VendorOps, ANamespaceAnotherLibraryUsesIsRefused) {
+  static torch::Library other(torch::Library::FRAGMENT, "vendor_lib_ns", std::nullopt, __FILE__, __LINE__);
+  other.def("its_own(Tensor x) -> Tensor");
+  expect_refused([] { check_fragment(parse_fragment(fragment("vendor_lib_ns"), "x.yaml")); }, "x.yaml:3:5",
+                 "namespace 'vendor_lib_ns' already holds vendor_lib_ns::its_own, which PyTorch or another library "
+                 "defined in this process");
+}
+
+// A namespace belongs to the fragment that first defined ops in it.
+TEST(VendorOps, AFragmentCannotAddOpsToAnotherPluginsNamespace) {
+  define_fragment(parse_fragment(fragment("vendor_owner"), "owner.yaml"), "owner");
+  expect_refused([] { check_fragment(parse_fragment(fragment("vendor_owner", "thrice(Tensor x) -> Tensor"), "y.yaml")); },
+                 "y.yaml:3:5", "adds ops to namespace 'vendor_owner', which belongs to plugin 'owner' (its fragment owner.yaml)");
+  define_fragment(parse_fragment(fragment("vendor_owner"), "owner.yaml"), "owner");  // the owner's again: a no-op
+}
+
+// A fragment's formulas are checked against its own ops, PyTorch's, and loaded libraries'.
+TEST(VendorOps, AFragmentsFormulasAreChecked) {
+  const std::string ns = "namespace: vendor_formulas\nops:\n";
+  const std::string op = "  - schema: twice(Tensor x) -> Tensor\n    doc: Doubles x.\n    dtypes: [float32]\n"
+                         "    shape: {same_as: x}\n";
+  parse_fragment(ns + op + "    reference: \"aten::gelu(x, approximate='tanh')\"\n"
+                           "    backward: {x: \"vendor_formulas::twice(grad)\"}\n", "f.yaml");
+  expect_refused([&] { parse_fragment(ns + op + "    backward: {x: \"vendor_formulas::twise(grad)\"}\n", "f.yaml"); },
+                 "f.yaml:7:20", "unknown op vendor_formulas::twise");
 }
 
 }  // namespace

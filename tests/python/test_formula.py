@@ -62,8 +62,20 @@ def test_baseline_agrees_with_the_reference(name):
     torch.testing.assert_close(Formula.parse(op.baseline)(**values), Formula.parse(op.reference)(**values))
 
 
+def test_strings_and_none_are_arguments():
+    # PyTorch's fused op as a reference or baseline: aten::gelu's approximate is a str.
+    x = torch.randn(7, dtype=torch.float64)
+    tanh = Formula.parse("aten::gelu(x, approximate='tanh')")
+    assert tanh.names() == {"x"}
+    torch.testing.assert_close(tanh(x=x), torch.nn.functional.gelu(x, approximate="tanh"))
+    torch.testing.assert_close(Formula.parse('aten::gelu(x, approximate="none")')(x=x), torch.nn.functional.gelu(x))
+    torch.testing.assert_close(Formula.parse("aten::sum.dim_IntList(x, None)")(x=x), x.sum())
+
+
 @pytest.mark.parametrize("text, message", [
-    ("mul(grad, 2)", "column 4: unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)"),
+    ("aten::gelu(x, approximate='tanh)", "column 27: unterminated string: no closing '"),
+    ("[" * 101 + "]" * 101, "column 101: nested deeper than 100 calls or lists"),
+    ("mul(grad, 2)", "column 1: unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)"),
     ("aten::mul(grad", "column 15: expected )"),
     ("aten::add.Tensor(a, b) x", "column 24: unexpected 'x'"),
     ("aten::narrow(img, -1, box[1.5], box[3])", "column 27: an index is an integer, found '1.5'"),
