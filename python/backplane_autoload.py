@@ -7,6 +7,9 @@ every program in the environment. Importing `backplane` can fail by design (no
 libraries found, BACKPLANE_BACKENDS naming a missing plugin), so the import happens
 here, inside one try: a failure becomes one warning naming the cause and the fix, and
 torch imports without Backplane. `import backplane` itself still raises the error.
+
+A plugin is opened in a child process before it is opened here (backplane_plugins.probe_first):
+one that exits, crashes, hangs or throws while opening is left out, with one warning.
 """
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ def take_deferred() -> bool:
 def _message(err: Exception) -> str:
     selected = os.environ.get("BACKPLANE_BACKENDS")
     backend_error = type(err).__name__ in ("BackendError", "BackendNameError")
-    if selected and backend_error:
+    if selected is not None and backend_error:
         fix = f"correct or unset BACKPLANE_BACKENDS (now {selected!r})"
     else:
         fix = 'run `python -c "import backplane"` for the full traceback'

@@ -1,4 +1,5 @@
-"""Plugins installed as Python packages, and the wheel's `backplane` command.
+"""Plugins installed as Python packages, probing plugins before an implicit load, and the
+wheel's `backplane` command.
 
 A plugin shipped as its own wheel declares an entry point in the group
 `backplane.plugins`, `<backend name> = "<package>"`, where the package's directory holds
@@ -13,8 +14,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
+import signal
+import stat
+import subprocess
 import sys
+import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -43,6 +50,158 @@ def add_entry_point_plugins() -> None:
     added = [d for d in entry_point_plugin_dirs() if d not in current]
     if added:
         os.environ["BACKPLANE_PLUGIN_PATH"] = ":".join(current + added)
+
+
+# The child's side is `backplane __probe NAME DIRS` (core/tools/plugin_probe.cpp): these are
+# its words, and the reasons below are worded as `backplane list` words them.
+_PROBE_LOADED = "backplane-probe: loaded\n"
+_PROBE_NOT_LOADED = "backplane-probe: not loaded: "
+_PROBE_TIMEOUT_DEFAULT = 60
+
+
+def probe_first(names, found: list[dict], lib_dir) -> list[str]:
+    """`names` (each a name or a comma list, as backplane.load takes them) less the
+    backends that must not be opened in this process, for the loads nobody asked for in
+    code: the `torch.backends` autoload and BACKPLANE_BACKENDS at import.
+
+    Each name `found` (the core's backend records) lists as available is first opened in a
+    child process, `backplane __probe`, as `backplane list` does, unless a probe of the
+    same files is cached. One that crashes, exits, hangs or is refused there is left out,
+    and one RuntimeWarning names each with its reason. Names not available (missing,
+    rejected) pass on: load() says why. Without the `backplane` command beside the core's
+    lib directory nothing is probed (the load decides, as when `backplane list` cannot
+    start its child)."""
+    wanted = {n.strip() for name in names for n in name.split(",")}
+    records = {r["name"]: r for r in found if r["name"] in wanted and r["status"] == "available"}
+    command = Path(lib_dir).parent / "bin" / "backplane"
+    if not records or not command.is_file():
+        return list(names)
+    failures = _probe_all(list(records.values()), str(command), Path(lib_dir) / "libbackplane_core.so")
+    if failures:
+        listed = "; ".join(f"{name} ({records[name]['path']}): {why}" for name, why in failures.items())
+        warnings.warn(f"backplane: {len(failures)} plugin(s) failed and were left out of this process: {listed}. "
+                      "Fix or remove each from the plugin search path; `backplane list` shows them all.",
+                      RuntimeWarning, stacklevel=3)
+    # Only the failed names are taken out; the rest reach load() as given, for it to parse.
+    kept = [",".join(n for n in name.split(",") if n.strip() not in failures) for name in names]
+    return [name for name, was in zip(kept, names) if name or not was]
+
+
+def _probe_all(records: list[dict], command: str, core_library: Path) -> dict[str, str]:
+    """name -> why, for each record whose probe failed. Uncached ones run at once, in parallel."""
+    cache = _read_probe_cache()
+    identities = {r["name"]: _identity(r, core_library) for r in records}
+    failures, running = {}, {}
+    for r in records:
+        cached = cache.get(r["path"])
+        if isinstance(cached, dict) and cached.get("identity") == identities[r["name"]]:
+            if cached.get("failure"):
+                failures[r["name"]] = str(cached["failure"])
+            continue
+        try:  # DIRS empty: the child searches what load(name) here searches
+            running[r["name"]] = subprocess.Popen([command, "__probe", r["name"], ""], stdout=subprocess.PIPE,
+                                                  stdin=subprocess.DEVNULL, encoding="utf-8", errors="replace")
+        except OSError:
+            continue  # cannot probe: the load here decides, as `backplane list` does
+    limit = _probe_timeout()
+    deadline = time.monotonic() + limit
+    for name, child in running.items():
+        failure = _probe_outcome(child, deadline, limit)
+        if failure:
+            failures[name] = failure
+        path = next(r["path"] for r in records if r["name"] == name)
+        cache[path] = {"identity": identities[name], "failure": failure}
+    if running:
+        _write_probe_cache(cache)
+    return failures
+
+
+def _probe_outcome(child: subprocess.Popen, deadline: float, limit: int) -> str | None:
+    try:
+        said, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        return (f"did not finish opening within {limit} s in a child process probe (killed); "
+                "not opened here")
+    if child.returncode < 0:
+        sig = -child.returncode
+        name = signal.strsignal(sig)
+        return (f"crashed while opening, with signal {sig}{f' ({name})' if name else ''}, "
+                "in a child process probe; not opened here")
+    if _PROBE_LOADED in said and child.returncode == 0:
+        return None
+    if _PROBE_NOT_LOADED in said and child.returncode == 0:
+        why = said[said.index(_PROBE_NOT_LOADED) + len(_PROBE_NOT_LOADED):].rstrip("\n")
+        return f"{why} (in a child process probe; not opened here)"
+    return (f"ended the process while opening (exit status {child.returncode}), in a child process probe; "
+            "not opened here")
+
+
+def _probe_timeout() -> int:
+    # The same rule as plugin_probe.cpp: whole seconds, 1 to 3600.
+    text = os.environ.get("BACKPLANE_PROBE_TIMEOUT", "")
+    return int(text) if text.isascii() and text.isdigit() and 1 <= int(text) <= 3600 else _PROBE_TIMEOUT_DEFAULT
+
+
+def _identity(record: dict, core_library: Path) -> list:
+    """What a probe's outcome depends on: the plugin, its manifest, its registry fragment and
+    the core, each as (path, size, mtime); a rebuild or an edit of any probes again."""
+    plugin = Path(record["path"])
+    files = [plugin, plugin.parent / f"libbackplane_{record['name']}.manifest.yaml", core_library]
+    if record.get("registry"):
+        files.append(Path(record["registry"]))
+    identity = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            identity.append([str(f), st.st_size, st.st_mtime_ns])
+        except OSError:
+            identity.append([str(f), None, None])
+    return identity
+
+
+def _probe_cache_path() -> Path | None:
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    except RuntimeError:  # no home directory: nothing is cached
+        return None
+    return Path(base) / "backplane" / "plugin-probes.json"
+
+
+def _read_probe_cache() -> dict:
+    # A missing or damaged cache only costs a probe. Opened without blocking and read only
+    # when a regular file: a FIFO there must not hang `import torch`.
+    path = _probe_cache_path()
+    if path is None:
+        return {}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return {}
+            cache = json.loads(f.read())
+        return cache if isinstance(cache, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_probe_cache(cache: dict) -> None:
+    # Written whole and renamed into place: a process reading it meanwhile sees the old
+    # one or the new one. An unwritable cache only costs a probe next time.
+    path = _probe_cache_path()
+    if path is None:
+        return
+    written = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".plugin-probes.", delete=False) as out:
+            written = out.name
+            json.dump(cache, out)
+        os.replace(written, path)
+    except OSError:
+        if written:
+            Path(written).unlink(missing_ok=True)
 
 
 def main() -> None:

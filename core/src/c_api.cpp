@@ -1,7 +1,8 @@
 // A small C interface over the loader and the registry, for the Python package
 // (ctypes). C, so that no C++ type crosses into Python and no exception escapes:
 // every call returns a status and a malloc'd UTF-8 string (JSON or an error
-// message) that the caller frees with backplane_c_free.
+// message) that the caller frees with backplane_c_free. Status 0: JSON; 1: a backend
+// error; 2: an internal error; 3: bad input from the caller (a preference, an op name).
 #include <backplane/conformance.h>
 #include <backplane/coverage.h>
 #include <backplane/loader.h>
@@ -13,8 +14,11 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <stdexcept>
 #include <sstream>
 
 namespace backplane {
@@ -152,6 +156,58 @@ int guarded(char** out, Fn&& fn) {
   }
 }
 
+// For the entry points that take a caller's text (preferences, check's ops): a bad one is
+// status 3, which Python raises as ValueError, not an internal error.
+template <typename Fn>
+int guarded_input(char** out, Fn&& fn) {
+  std::optional<std::string> bad;
+  const int status = guarded(out, [&]() -> std::string {
+    try {
+      return fn();
+    } catch (const std::invalid_argument& e) {
+      bad = e.what();
+      return "";
+    }
+  });
+  if (!bad) return status;
+  std::free(*out);
+  *out = give(*bad);
+  return 3;
+}
+
+// A comma list as written: "a,,b" keeps its empty entry for the checks to name.
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  std::string::size_type start = 0;
+  for (auto comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  out.push_back(text.substr(start));
+  return out;
+}
+
+std::string known_ops() {
+  std::string out;
+  for (const OpDef& op : all_ops()) out += (out.empty() ? "" : ", ") + op.id();
+  return out;
+}
+
+// check's op list as ids; throws std::invalid_argument naming an unknown op and the known.
+std::vector<std::string> ops_to_check(const std::string& text) {
+  std::vector<std::string> ids;
+  for (const auto& op : comma_list(text)) {
+    if (op.empty()) continue;
+    const OpDef* def = find_op_def(op);
+    if (def == nullptr)
+      throw std::invalid_argument("check: no op '" + op + "' in the registry or a loaded plugin's fragment; known: " +
+                                  known_ops());
+    ids.push_back(def->id());
+  }
+  return ids;
+}
+
 }  // namespace
 }  // namespace backplane
 
@@ -195,10 +251,28 @@ __attribute__((visibility("default"))) int backplane_c_info(char** out) {
 }
 
 // Per-op plugin selection (selection.h): replaces every preference with spec
-// ("op:a,b;op2:c"; "" clears them). *out is the new preferences string.
+// ("op:a,b;op2:c"; "" clears them). *out is the new preferences string; 3: a bad spec.
 __attribute__((visibility("default"))) int backplane_c_set_preferences(const char* spec, char** out) {
-  return backplane::guarded(out, [&] {
+  return backplane::guarded_input(out, [&] {
     backplane::set_preferences(spec);
+    return backplane::json::quote(backplane::preferences_string());
+  });
+}
+
+// Sets op's preference to plugins (a comma list; "" clears it) until released: *out is
+// the hold's token (hold_preference in selection.h). 3: a bad op or plugin name.
+__attribute__((visibility("default"))) int backplane_c_hold_preference(const char* op, const char* plugins, char** out) {
+  return backplane::guarded_input(out, [&] {
+    return std::to_string(backplane::hold_preference(op, backplane::comma_list(plugins)));
+  });
+}
+
+// Ends a hold: withdraw != 0 takes its preference back, 0 keeps it for good. *out is the
+// preferences string now.
+__attribute__((visibility("default"))) int backplane_c_release_preference(std::uint64_t token, int withdraw,
+                                                                        char** out) {
+  return backplane::guarded(out, [&] {
+    backplane::release_preference(token, withdraw != 0);
     return backplane::json::quote(backplane::preferences_string());
   });
 }
@@ -215,17 +289,14 @@ __attribute__((visibility("default"))) int backplane_c_serving(char** out) {
 }
 
 // The conformance suite on a loaded backend; ops is a comma list or "" for all. 1: the
-// backend is not loaded or has no device here.
+// backend is not loaded or has no device here; 3: an op that no loaded registry defines.
 __attribute__((visibility("default"))) int backplane_c_check(const char* backend, const char* ops, char** out) {
-  return backplane::guarded(out, [&] {
+  return backplane::guarded_input(out, [&] {
     const backplane::BackendRecord record = backplane::load(std::string(backend));
+    const std::vector<std::string> only = backplane::ops_to_check(ops);  // after loading: its own ops are known
     std::string why;
     const auto device = backplane::conformance::device_for_key(record.dispatch_key, &why);
     if (!device) throw backplane::BackendError("backend '" + record.name + "' cannot be checked here: " + why);
-    std::vector<std::string> only;
-    std::stringstream list(ops);
-    for (std::string op; std::getline(list, op, ',');)
-      if (!op.empty()) only.push_back(op);
     std::vector<std::string> rows;
     for (const auto& r : backplane::conformance::check_backend(record, *device, only))
       rows.push_back(backplane::json::Object()

@@ -150,6 +150,8 @@ class Loader {
       record.reason = why;
       return record;
     };
+    // dlopen of a FIFO would block for a writer, whatever the probe's time limit.
+    if (auto why = detail::not_a_regular_file(record.path)) return reject("the plugin file cannot be opened: " + *why);
     if (!detail::file_exists(manifest_path))
       return reject("no manifest " + manifest_path +
                     " beside the plugin; plugins without one are not opened (build them with backplane_add_plugin)");
@@ -181,8 +183,11 @@ class Loader {
       // Beside the plugin as found (as the manifest is), then canonical: one file, one name.
       const std::string fragment_path = detail::join_path(detail::parent_dir(plugin_path), manifest.registry);
       record.registry = detail::file_exists(fragment_path) ? canonical(fragment_path) : fragment_path;
+      std::string why;
+      const std::optional<std::string> text = detail::read_regular_file(record.registry, why);
+      if (!text) return reject("its registry fragment " + record.registry + " cannot be read: " + why);
       try {
-        fragment = read_fragment(record.registry);
+        fragment = parse_fragment(*text, record.registry);
         check_fragment(*fragment);
       } catch (const std::exception& e) {
         return reject("its registry fragment is refused: " + std::string(e.what()));
@@ -286,7 +291,8 @@ class Loader {
       record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
       return record;
     }
-    const std::vector<std::string> undeclared = undeclared_registrations(before, dispatcher_state(), record);
+    const DispatcherState after = dispatcher_state();
+    const std::vector<std::string> undeclared = undeclared_registrations(before, after, record);
     if (!undeclared.empty()) {
       // Its kernels cannot be taken back safely (closing the library would leave whatever
       // else it registered dangling), so it is reported, with what to do.
@@ -307,15 +313,7 @@ class Loader {
       return record;
     }
     record.status = BackendStatus::Loaded;
-    // Kernels registered with a plain TORCH_LIBRARY_IMPL bypass the core: for those,
-    // ask the dispatcher.
-    record.ops = registered_ops(c10::parseDispatchKey(record.dispatch_key));  // registry order
-    if (!loading.offered.empty()) {  // another plugin may serve some of those: this one's own
-      std::vector<std::string> own;
-      for (const auto& op : record.ops)
-        if (std::count(loading.offered.begin(), loading.offered.end(), op)) own.push_back(op);
-      record.ops = own;
-    }
+    record.ops = registered_ops(before, after, record.dispatch_key, loading.offered);
     return record;
   }
 
@@ -338,6 +336,39 @@ class Loader {
     return state;
   }
 
+  // The dispatch key a dumpState line is about; empty for lines that are not a kernel's.
+  static std::string line_key(const std::string& line) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) return "";
+    std::string key = line.substr(0, colon);
+    if (key.size() > 7 && key.compare(key.size() - 7, 7, "[alias]") == 0) key.resize(key.size() - 7);
+    if (key == "name" || key == "schema" || key == "debug" || key == "alias analysis kind") return "";
+    return key;
+  }
+
+  static std::set<std::string> kernel_lines(const DispatcherState& state, const std::string& op, const std::string& key) {
+    std::set<std::string> lines;
+    if (auto found = state.find(op); found != state.end())
+      for (const auto& line : found->second)
+        if (line_key(line) == key) lines.insert(line);
+    return lines;
+  }
+
+  // The ops this plugin's dlopen registered a kernel for on its key, in registry order:
+  // those offered through the core, and those whose kernels for the key changed meanwhile
+  // (a plain TORCH_LIBRARY_IMPL bypasses the core). Not every kernel the key holds: that
+  // would credit it with another plugin's.
+  static std::vector<std::string> registered_ops(const DispatcherState& before, const DispatcherState& after,
+                                                 const std::string& key, const std::vector<std::string>& offered) {
+    std::vector<std::string> ops;
+    for (const OpDef& op : all_ops()) {
+      const std::string id = op.id();
+      if (std::count(offered.begin(), offered.end(), id) || kernel_lines(after, id, key) != kernel_lines(before, id, key))
+        ops.push_back(id);
+    }
+    return ops;
+  }
+
   // Each kernel registration dlopen added outside what the manifest declares (its key,
   // its ops), described with its key and where it was registered.
   static std::vector<std::string> undeclared_registrations(const DispatcherState& before, const DispatcherState& after,
@@ -347,11 +378,8 @@ class Loader {
       auto was = before.find(op);
       for (const auto& line : lines) {
         if (was != before.end() && was->second.count(line)) continue;
-        const auto colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        std::string key = line.substr(0, colon);
-        if (key.size() > 7 && key.compare(key.size() - 7, 7, "[alias]") == 0) key.resize(key.size() - 7);
-        if (key == "name" || key == "schema" || key == "debug" || key == "alias analysis kind") continue;
+        const std::string key = line_key(line);
+        if (key.empty()) continue;
         const bool declared = key == record.dispatch_key && std::count(record.ops.begin(), record.ops.end(), op);
         if (declared) continue;
         const auto at = line.find("registered at ");
@@ -374,15 +402,6 @@ class Loader {
     poisoned_ = "plugin '" + name + "' (" + record.path + ") threw through dlopen earlier in this process, which may "
                 "leave the dynamic loader locked; restart the process without it";
     return record;
-  }
-
-  static std::vector<std::string> registered_ops(c10::DispatchKey key) {
-    std::vector<std::string> ops;
-    for (const OpDef& op : all_ops()) {
-      auto handle = find_op(op);
-      if (handle && handle->hasKernelForDispatchKey(key)) ops.push_back(op.id());
-    }
-    return ops;
   }
 
   // Recursive: a plugin's static initializer may call back into the loader while

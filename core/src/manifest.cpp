@@ -1,6 +1,7 @@
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
 
+#include "posix_files.h"
 #include "yaml_strict.h"
 
 #include <yaml-cpp/yaml.h>
@@ -34,11 +35,12 @@ T field(const std::string& path, const YAML::Node& root, const char* key, const 
 }  // namespace
 
 Manifest read_manifest(const std::string& path) {
+  std::string why;
+  const std::optional<std::string> text = detail::read_regular_file(path, why);
+  if (!text) throw std::runtime_error("cannot read manifest " + path + ": " + why);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw std::runtime_error("cannot read manifest " + path);
+    root = YAML::Load(*text);
   } catch (const YAML::ParserException& e) {
     throw std::runtime_error("bad manifest " + path + ":" + std::to_string(e.mark.line + 1) + ":" +
                              std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);

@@ -7,10 +7,15 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +24,59 @@ namespace backplane::detail {
 inline bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
+}
+
+// What a path names when it is not a regular file ("a FIFO (named pipe)", "a directory"),
+// or nullopt for a regular file. A FIFO or a device named where a file is expected would
+// block a reader, or never end.
+inline std::optional<std::string> not_regular(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return std::nullopt;
+  if (S_ISFIFO(st.st_mode)) return "a FIFO (named pipe)";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Why `path` (symlinks followed) cannot be read as a regular file, or nullopt when it can.
+inline std::optional<std::string> not_a_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::string(std::strerror(errno));
+  if (auto kind = not_regular(st)) return "it is " + *kind + ", expected a regular file";
+  return std::nullopt;
+}
+
+// The whole text of a regular file, or nullopt with `why` set. Opened without blocking
+// and checked on the open descriptor before any read, so a FIFO swapped in after a stat
+// is refused too.
+inline std::optional<std::string> read_regular_file(const std::string& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::optional<std::string> text;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+  } else if (auto kind = not_regular(st)) {
+    why = "it is " + *kind + ", expected a regular file";
+  } else {
+    text.emplace();
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+      if (n > 0) {
+        text->append(buffer, static_cast<size_t>(n));
+      } else if (errno != EINTR) {
+        why = std::strerror(errno);
+        text.reset();
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 // The resolved absolute path, or `path` unchanged when it cannot be resolved.

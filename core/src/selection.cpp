@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <list>
 #include <map>
@@ -148,26 +150,48 @@ class Selection {
     }
   }
 
-  void set(const std::string& op, const std::vector<std::string>& plugins) {
+  std::uint64_t hold(const std::string& op, const std::vector<std::string>& plugins) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    if (plugins.empty())
-      prefs_.erase(op);
-    else
-      prefs_[op] = plugins;
-    for (auto& [_, slot] : slots_)
-      if (!slot->offers.empty()) choose(*slot);
+    const std::uint64_t token = next_token_++;
+    prefs_[op].push_back({token, plugins});
+    choose_all();
+    return token;
   }
 
+  // withdraw: the hold's preference goes, and the newest one left for its op applies.
+  // Else it stays for good, and the older ones beneath it, which can never apply again, go.
+  void release(std::uint64_t token, bool withdraw) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    for (auto it = prefs_.begin(); it != prefs_.end(); ++it) {
+      auto& held = it->second;
+      auto found = std::find_if(held.begin(), held.end(), [&](const Held& h) { return h.token == token; });
+      if (found == held.end()) continue;
+      if (withdraw)
+        held.erase(found);
+      else
+        held.erase(held.begin(), found);
+      // "No preference" with nothing beneath it is the same as none.
+      while (!held.empty() && held.front().plugins.empty()) held.erase(held.begin());
+      if (held.empty()) prefs_.erase(it);
+      choose_all();
+      return;
+    }
+  }
+
+  // The preference in force for each op: its newest.
   std::map<std::string, std::vector<std::string>> preferences() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    return prefs_;
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [op, held] : prefs_)
+      if (!held.back().plugins.empty()) out[op] = held.back().plugins;
+    return out;
   }
 
   void replace_all(const std::map<std::string, std::vector<std::string>>& prefs) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    prefs_ = prefs;
-    for (auto& [_, slot] : slots_)
-      if (!slot->offers.empty()) choose(*slot);
+    prefs_.clear();
+    for (const auto& [op, plugins] : prefs) prefs_[op].push_back({next_token_++, plugins});
+    choose_all();
   }
 
   std::vector<ServingRecord> records() {
@@ -197,11 +221,16 @@ class Selection {
     return out;
   }
 
+  void choose_all() {
+    for (auto& [_, slot] : slots_)
+      if (!slot->offers.empty()) choose(*slot);
+  }
+
   void choose(Slot& slot) {
     auto pick = [&](const std::string& list_key) -> const Offer* {
       auto it = prefs_.find(list_key);
       if (it == prefs_.end()) return nullptr;
-      for (const auto& name : it->second)
+      for (const auto& name : it->second.back().plugins)
         for (const auto& o : slot.offers)
           if (o.plugin == name) return &o;
       return nullptr;
@@ -223,12 +252,36 @@ class Selection {
 
   std::recursive_mutex mutex_;
   std::map<std::pair<std::string, c10::DispatchKey>, std::unique_ptr<Slot>> slots_;
-  std::map<std::string, std::vector<std::string>> prefs_;
+  // One preference for an op: a hold's, or one set for good. Empty plugins: none.
+  struct Held {
+    std::uint64_t token;
+    std::vector<std::string> plugins;
+  };
+  // Per op id ("*": every op), oldest first; the last is in force. Holds end in any order
+  // (scopes on several threads), so each is found by its token, not by its place.
+  std::map<std::string, std::vector<Held>> prefs_;
+  std::uint64_t next_token_ = 1;
 };
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ",") + name;
+  return out;
+}
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// "acme::fused_gelu": two identifiers.
+bool is_plugin_op_name(const std::string& op) {
+  auto identifier = [](const std::string& s) {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  const auto sep = op.find("::");
+  return sep != std::string::npos && identifier(op.substr(0, sep)) && identifier(op.substr(sep + 2));
 }
 
 // Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
@@ -241,6 +294,8 @@ std::string check_preference(const std::string& op, const std::vector<std::strin
     id = def->id();
   else if (op != "*" && (op.find("::") == std::string::npos || op.rfind(std::string(kNamespace) + "::", 0) == 0))
     throw std::invalid_argument(what + ": no op '" + op + "' in the registry or a loaded plugin's fragment");
+  else if (op != "*" && !is_plugin_op_name(op))  // kept as written: it must read back as the grammar's op
+    throw std::invalid_argument(what + ": '" + op + "' is not an op name (a plugin's own is ns::name)");
   for (const auto& p : plugins)
     if (!is_valid_backend_name(p))
       throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");
@@ -283,7 +338,7 @@ const bool env_applied = [] {
   const char* env = std::getenv("BACKPLANE_PREFER");
   if (env == nullptr || *env == '\0') return false;
   try {
-    for (const auto& [op, plugins] : parse_spec(env)) Selection::get().set(op, plugins);
+    for (const auto& [op, plugins] : parse_spec(env)) prefer(op, plugins);
   } catch (const std::exception& e) {
     TORCH_WARN("backplane: ignoring BACKPLANE_PREFER: ", e.what());
   }
@@ -310,12 +365,18 @@ void withdraw_offers(const std::string& plugin) { Selection::get().withdraw(plug
 
 }  // namespace detail
 
+std::uint64_t hold_preference(const std::string& op, const std::vector<std::string>& plugins) {
+  return Selection::get().hold(check_preference(op, plugins, "preference '" + op + ":" + join(plugins) + "'"), plugins);
+}
+
+void release_preference(std::uint64_t token, bool withdraw) { Selection::get().release(token, withdraw); }
+
 void prefer(const std::string& op, const std::vector<std::string>& plugins) {
-  Selection::get().set(check_preference(op, plugins, "prefer"), plugins);  // an empty list clears op's preference
+  release_preference(hold_preference(op, plugins), false);  // an empty list clears op's preference
 }
 
 void prefer_from_string(const std::string& spec) {
-  for (const auto& [op, plugins] : parse_spec(spec)) Selection::get().set(op, plugins);
+  for (const auto& [op, plugins] : parse_spec(spec)) prefer(op, plugins);
 }
 
 void set_preferences(const std::string& spec) { Selection::get().replace_all(parse_spec(spec)); }
@@ -323,11 +384,9 @@ void set_preferences(const std::string& spec) { Selection::get().replace_all(par
 std::string preferences_string() { return to_spec(Selection::get().preferences()); }
 
 ScopedPreference::ScopedPreference(const std::string& op, const std::vector<std::string>& plugins)
-    : saved_(Selection::get().preferences()) {
-  prefer(op, plugins);
-}
+    : token_(hold_preference(op, plugins)) {}
 
-ScopedPreference::~ScopedPreference() { Selection::get().replace_all(saved_); }
+ScopedPreference::~ScopedPreference() { release_preference(token_, true); }
 
 std::vector<ServingRecord> serving() { return Selection::get().records(); }
 

@@ -3,6 +3,7 @@
 #include <backplane/vendor_ops.h>
 
 #include "op_definition.h"
+#include "posix_files.h"
 #include "yaml_location.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -149,11 +150,10 @@ Fragment parse_fragment(const std::string& text, const std::string& file) {
 }
 
 Fragment read_fragment(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RegistryError({path, 0, 0}, "cannot read the registry fragment");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_fragment(text.str(), path);
+  std::string why;
+  const std::optional<std::string> text = detail::read_regular_file(path, why);  // a FIFO would block
+  if (!text) throw RegistryError({path, 0, 0}, "cannot read the registry fragment: " + why);
+  return parse_fragment(*text, path);
 }
 
 void check_fragment(const Fragment& fragment) { VendorOps::get().check(fragment); }

@@ -13,12 +13,14 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 namespace backplane::cli {
 namespace {
@@ -70,6 +72,29 @@ std::vector<std::string> split(const std::string& list) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// A backend list as --backends or BACKPLANE_BACKENDS gives it ("cpu,cuda"; "none": none),
+// trimmed. Throws std::invalid_argument for an empty entry or "none" beside names:
+// `what` is "--backends 'v'" or "BACKPLANE_BACKENDS='v'". Python's import reads the
+// variable by the same rule (_environment_backends in python/backplane/__init__.py).
+std::vector<std::string> backend_names(const std::string& value, const std::string& what, const std::string& unset) {
+  std::vector<std::string> names;
+  std::string::size_type start = 0;
+  for (auto end = value.find(','); start != std::string::npos; end = value.find(',', start)) {
+    const std::string item = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    names.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
+    start = end == std::string::npos ? end : end + 1;
+  }
+  const std::string expected = "expected backend names separated by ',' ('none' loads none" + unset + ")";
+  if (std::all_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
+    throw std::invalid_argument(what + " names no backend: " + expected);
+  if (std::count(names.begin(), names.end(), ""))
+    throw std::invalid_argument(what + " has an empty entry: " + expected);
+  if (names.size() > 1 && std::count(names.begin(), names.end(), "none"))
+    throw std::invalid_argument(what + ": 'none' loads no backend, so it stands alone");
+  return names;
 }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -236,10 +261,15 @@ const std::map<std::string, Command>& commands() {
       {"list", {"backplane list [--json] [common flags]", "Every plugin on the search path, loaded if it can be.", {"--json"}, {}, false, list_command}},
       {"ops", {"backplane ops [--json] [common flags]", "The coverage table op x backend, and which plugin serves each op.", {"--json"}, {}, false, ops_command}},
       {"check",
-       {"backplane check [BACKEND...] [--ops a,b] [-v] [--json] [common flags]",
+       {"backplane check [BACKEND...] [--ops a,b] [-v] [--allow-missing-device] [--json] [common flags]",
         "The conformance suite on each backend: one line per op; an op a backend lacks is 'not implemented on "
-        "BACKEND'.\n  --ops a,b   only these ops\n  -v          every failure in full (dispatcher detail included)",
-        {"--json", "-v", "--ops"}, {"--ops"}, true, check_command}},
+        "BACKEND'.\nExits 1 when a check fails, when a backend named (as an argument, --backends or\n"
+        "$BACKPLANE_BACKENDS) has no device here, or when nothing was checked.\n"
+        "  --ops a,b                only these ops\n"
+        "  -v                       every failure in full (dispatcher detail included)\n"
+        "  --allow-missing-device   a backend with no device here is listed as not checked, and the\n"
+        "                           exit code ignores it (CI on a machine without the device)",
+        {"--json", "-v", "--ops", "--allow-missing-device"}, {"--ops"}, true, check_command}},
       {"new-backend",
        {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--dir DIR]",
         "Write a plugin project for a new backend, built out of this tree against an installed Backplane:\n"
@@ -308,10 +338,11 @@ std::vector<BackendRecord> load_selected(const Options& options) {
   if (options.backends) {
     names = *options.backends;
   } else if (const char* env = std::getenv("BACKPLANE_BACKENDS")) {
-    names = split(env);
-    if (names.empty())
-      throw BackendError("BACKPLANE_BACKENDS is set but names no backend; unset it to load every plugin found, or "
-                         "set it to 'none'");
+    try {
+      names = backend_names(env, "BACKPLANE_BACKENDS='" + std::string(env) + "'", "; unset it to load every plugin found");
+    } catch (const std::invalid_argument& e) {
+      throw BackendError(e.what());
+    }
   }
   if (names.empty()) return load_discovered(options.load);
   if (names == std::vector<std::string>{"none"}) return {};
@@ -362,9 +393,11 @@ int main(int argc, char** argv) {
     if ((common_valued || own_valued) && i + 1 >= argc) return usage_error(arg + " needs a value");
     if (arg == "--backends") {
       const std::string value = argv[++i];
-      options.backends = split(value);
-      if (options.backends->empty())
-        return usage_error("--backends '" + value + "' names no backend (use --backends none to load none)");
+      try {
+        options.backends = backend_names(value, "--backends '" + value + "'", "");
+      } catch (const std::invalid_argument& e) {
+        return usage_error(e.what());
+      }
     } else if (arg == "--plugin-path" || arg == "--plugin-dir") {
       const std::string value = argv[++i];
       options.load.dir = options.load.dir ? *options.load.dir + ":" + value : value;
@@ -394,10 +427,14 @@ int main(int argc, char** argv) {
       return usage_error("unexpected argument '" + arg + "'");
     }
   }
-  if (name == "check" && !options.rest.empty()) {  // `backplane check acme`: as --backends acme
-    if (options.backends) return usage_error("name backends either as arguments or with --backends, not both");
-    options.backends = options.rest;
-    options.rest.clear();
+  if (name == "check") {  // `backplane check acme`: as --backends acme; its flags stay in rest
+    std::vector<std::string> named, flags;
+    for (auto& arg : options.rest) (arg[0] == '-' ? flags : named).push_back(arg);
+    if (!named.empty()) {
+      if (options.backends) return usage_error("name backends either as arguments or with --backends, not both");
+      options.backends = named;
+    }
+    options.rest = flags;
   }
   try {
     return command.run(options);

@@ -6,14 +6,52 @@
 #include <backplane/conformance.h>
 #include <backplane/registry.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <utility>
 
 namespace backplane::cli {
+
+namespace {
+
+using Unchecked = std::vector<std::pair<std::string, std::string>>;  // backend, why
+
+// "cuda (no cuda device is present), ...", for the last line.
+std::string listed(const Unchecked& unchecked) {
+  std::string out;
+  for (const auto& [name, why] : unchecked) out += (out.empty() ? "" : ", ") + name + " (" + why + ")";
+  return out;
+}
+
+// The last line and the exit code. A backend without its device passes nothing: it fails
+// the run where it was named, or where nothing else was checked, unless allowed.
+std::pair<std::string, int> verdict(int failures, int checked, const Unchecked& no_device, const Unchecked& not_loaded,
+                                    bool named, bool allow_missing_device) {
+  Unchecked unchecked = no_device;
+  unchecked.insert(unchecked.end(), not_loaded.begin(), not_loaded.end());
+  const bool missing_fails = !allow_missing_device && !no_device.empty() && (named || checked == 0);
+  const bool nothing_fails = checked == 0 && !(allow_missing_device && not_loaded.empty() && !no_device.empty());
+  std::string summary = failures > 0   ? "some checks FAILED"
+                        : checked == 0 ? "nothing was checked: " + (unchecked.empty() ? "no backend selected" : listed(unchecked))
+                                       : "every implemented op passed against PyTorch";
+  if (checked > 0 && !unchecked.empty()) summary += "; not checked: " + listed(unchecked);
+  if (missing_fails) summary += " (--allow-missing-device to pass without a device)";
+  return {summary, failures > 0 || missing_fails || nothing_fails ? kExitFailed : kExitOk};
+}
+
+}  // namespace
 
 int check_command(const Options& options) {
   using conformance::Outcome;
   int failures = 0;
+  int checked = 0;
+  Unchecked no_device, not_loaded;
+  // Named backends must be checked: as arguments, --backends or BACKPLANE_BACKENDS.
+  const bool named = options.backends || std::getenv("BACKPLANE_BACKENDS");
+  const bool allow_missing_device =
+      std::count(options.rest.begin(), options.rest.end(), "--allow-missing-device") > 0;
   std::vector<std::string> json_rows;
   const auto records = load_selected(options);  // loading may define plugins' own ops
   std::vector<std::string> only;  // as ids: "backplane::add" is "add"
@@ -38,12 +76,14 @@ int check_command(const Options& options) {
     else
       device = conformance::device_for_key(record.dispatch_key, &why);
     if (!device) {
+      (record.status == BackendStatus::Loaded ? no_device : not_loaded).push_back({record.name, why});
       if (options.json)
         json_rows.push_back(json::Object().str("backend", record.name).str("status", "not checked").str("reason", why).done());
       else
         std::cout << std::setw(12) << record.name << "not checked: " << why << "\n";
       continue;
     }
+    ++checked;
     const auto results = conformance::check_backend(record, *device, only);
     for (const OpDef& op : ops) {
       int passed = 0, failed = 0, skipped = 0;
@@ -94,11 +134,14 @@ int check_command(const Options& options) {
       if (shown < bad.size()) std::cout << "    ... and " << bad.size() - shown << " more (-v lists all)\n";
     }
   }
-  if (options.json)
+  const auto [summary, status] = verdict(failures, checked, no_device, not_loaded, named, allow_missing_device);
+  if (options.json) {
     std::cout << json::array(json_rows) << "\n";
-  else
-    std::cout << (failures == 0 ? "every implemented op passed against PyTorch\n" : "some checks FAILED\n");
-  return failures == 0 ? 0 : 1;
+    if (status != kExitOk && failures == 0) std::cerr << "backplane check: " << summary << "\n";
+  } else {
+    std::cout << summary << "\n";
+  }
+  return status;
 }
 
 }  // namespace backplane::cli

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <chrono>
@@ -21,7 +22,16 @@ namespace {
 
 constexpr const char* kLoaded = "backplane-probe: loaded\n";
 constexpr const char* kNotLoaded = "backplane-probe: not loaded: ";
-constexpr int kTimeoutSeconds = 60;
+constexpr int kDefaultTimeoutSeconds = 60;
+
+// BACKPLANE_PROBE_TIMEOUT: whole seconds, 1 to 3600 (python/backplane_plugins.py reads it alike).
+int timeout_seconds() {
+  const char* text = std::getenv("BACKPLANE_PROBE_TIMEOUT");
+  long seconds = 0;
+  for (const char* c = text; c && *c && seconds <= 3600; ++c)
+    seconds = *c >= '0' && *c <= '9' ? seconds * 10 + (*c - '0') : 3601;
+  return seconds >= 1 && seconds <= 3600 ? static_cast<int>(seconds) : kDefaultTimeoutSeconds;
+}
 
 std::string signal_text(int sig) {
   const char* name = strsignal(sig);  // "Aborted", "Segmentation fault"
@@ -51,7 +61,8 @@ std::optional<std::string> probe_in_child(const std::string& name, const LoadOpt
   fcntl(out[0], F_SETFL, O_NONBLOCK);
   std::string said;
   int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
+  const int limit = timeout_seconds();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit);
   for (;;) {
     char buffer[4096];
     for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<size_t>(n));
@@ -65,7 +76,7 @@ std::optional<std::string> probe_in_child(const std::string& name, const LoadOpt
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       close(out[0]);
-      return "did not finish opening within " + std::to_string(kTimeoutSeconds) +
+      return "did not finish opening within " + std::to_string(limit) +
              " s in a child process probe (killed); not opened here";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -12,7 +12,9 @@
 namespace backplane::cli {
 
 // nullopt when the child loaded `name`; otherwise why not: the loader's reason, or the
-// child's signal or exit status.
+// child's signal or exit status. A child still opening after BACKPLANE_PROBE_TIMEOUT
+// seconds (a whole number from 1 to 3600; otherwise 60) is killed. Python's implicit
+// loads run the same child and read it the same way (python/backplane_plugins.py).
 std::optional<std::string> probe_in_child(const std::string& name, const LoadOptions& options);
 
 // The child's side: loads NAME from DIRS and says whether it loaded. Never returns normally.

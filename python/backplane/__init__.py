@@ -1,7 +1,7 @@
 """Backplane: PyTorch operators that live outside PyTorch.
 
     import backplane
-    backplane.load("cpu")                 # or BACKPLANE_BACKENDS=cpu,cuda at import
+    backplane.load("cpu")                 # or BACKPLANE_BACKENDS=cpu,cuda at import ("none": none)
     torch.ops.backplane.add(a, b, alpha=2)
     backplane.backends()                  # every backend found, with status and reason
     backplane.ops()                       # the coverage matrix: op x backend x dtype
@@ -9,6 +9,10 @@
 
 Schemas and Meta kernels come from the core library, so FakeTensor, torch.compile and
 torch.export work without Python fake registrations.
+
+BACKPLANE_BACKENDS, read at import as the `backplane` command reads it: backend names
+separated by ','; "none" loads none; unset, the torch autoload entry point loads every
+plugin found. An empty entry ("", "cpu,,cuda") raises BackendNameError naming the value.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ._native import BackendError, BackendNameError, core, lib_dir
-from backplane_plugins import add_entry_point_plugins
+from backplane_plugins import add_entry_point_plugins, probe_first
 
 from . import fast_call
 from .plugin_python import plugin_module
@@ -108,19 +112,45 @@ def _install_python_side(b: Backend) -> None:
             module.on_load(b.path)
 
 
+_BACKENDS_VARIABLE = "BACKPLANE_BACKENDS"
+
+
+def _environment_backends() -> list[str] | None:
+    """BACKPLANE_BACKENDS as names: None when unset, [] for "none". The rule of the
+    `backplane` command's backend_names (core/tools/backplane_main.cpp), and its messages."""
+    value = os.environ.get(_BACKENDS_VARIABLE)
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",")]
+    expected = "expected backend names separated by ',' ('none' loads none; unset it to load every plugin found)"
+    if not any(names):
+        raise BackendNameError(f"{_BACKENDS_VARIABLE}={value!r} names no backend: {expected}")
+    if "" in names:
+        raise BackendNameError(f"{_BACKENDS_VARIABLE}={value!r} has an empty entry: {expected}")
+    if "none" in names and len(names) > 1:
+        raise BackendNameError(f"{_BACKENDS_VARIABLE}={value!r}: 'none' loads no backend, so it stands alone")
+    return [] if names == ["none"] else names
+
+
 def _autoload() -> None:
     """Called by the `torch.backends` entry point (backplane_autoload.py, which catches
     everything) when `import torch` runs and this package is installed (unless
     TORCH_DEVICE_BACKEND_AUTOLOAD=0). Loads BACKPLANE_BACKENDS, or
     every plugin found that can load; a broken plugin is recorded, never raised here."""
-    if os.environ.get("BACKPLANE_BACKENDS"):
+    if _BACKENDS_VARIABLE in os.environ:
         return  # loaded below, at import
-    for b in backends():
-        if b.status == "available":
-            try:
-                load(b.name)
-            except BackendError:
-                pass  # recorded as failed; backplane.backends() says why
+    for name in _probe_first(*(r["name"] for r in core().backends() if r["status"] == "available")):
+        try:
+            load(name)
+        except BackendError:
+            pass  # recorded as failed; backplane.backends() says why
+
+
+def _probe_first(*names: str) -> list[str]:
+    # Implicit loads (the autoload, BACKPLANE_BACKENDS) open each plugin in a child process
+    # first: one that crashes, exits, hangs or throws while opening is left out, with one
+    # warning, instead of ending or hanging `import torch`.
+    return probe_first(names, core().backends(), lib_dir())
 
 
 def backends() -> list[Backend]:
@@ -163,7 +193,8 @@ def torch_op(name: str):
 def check(backend: str, ops: str | list[str] = ()) -> list[CheckResult]:
     """Runs the conformance suite (the one `backplane check` runs) on a loaded backend's
     kernels: every op, or those named, x case x dtype. An op the backend lacks gives one
-    result with outcome "not implemented"."""
+    result with outcome "not implemented". Raises ValueError naming an op no loaded
+    registry defines (and the known ones), BackendError for a backend with no device here."""
     names = ops.split(",") if isinstance(ops, str) else list(ops)
     return [CheckResult(**r) for r in core().check(backend, ",".join(n for n in names if n))]
 
@@ -190,8 +221,9 @@ classes.register_fake_classes()  # generated from the registry, like the Meta ke
 # For C++ projects: cmake -DCMAKE_PREFIX_PATH=$(python -c "import backplane; print(backplane.cmake_prefix_path)")
 # finds Backplane (find_package(Backplane)) in an installed wheel; None in a source checkout.
 cmake_prefix_path = _cmake_prefix_path()
-if os.environ.get("BACKPLANE_BACKENDS"):
-    load(os.environ["BACKPLANE_BACKENDS"])
+_selected = _environment_backends()  # a malformed value raises here, naming it
+if _selected:
+    load(*_probe_first(*_selected))
 _initialized = True
 # torch's autoload entry point ran while this package was importing (`import backplane`
 # before `import torch`) and left the loading to us.

@@ -108,6 +108,8 @@ class _Core:
             "backplane_c_info": [out],
             "backplane_c_classes": [out],
             "backplane_c_set_preferences": [ctypes.c_char_p, out],
+            "backplane_c_hold_preference": [ctypes.c_char_p, ctypes.c_char_p, out],
+            "backplane_c_release_preference": [ctypes.c_uint64, ctypes.c_int, out],
             "backplane_c_serving": [out],
             "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, out],
         }.items():
@@ -127,6 +129,8 @@ class _Core:
             self._lib.backplane_c_free(text)
         if status == 1:
             raise BackendError(value)
+        if status == 3:  # the caller's input: a preference or an op name, named in the message
+            raise ValueError(value)
         if status != 0:
             raise RuntimeError(f"backplane core: {value}")
         return json.loads(value)
@@ -149,6 +153,12 @@ class _Core:
 
     def set_preferences(self, spec: str) -> str:
         return self._call("backplane_c_set_preferences", spec.encode())
+
+    def hold_preference(self, op: str, plugins: list[str]) -> int:
+        return self._call("backplane_c_hold_preference", op.encode(), ",".join(plugins).encode())
+
+    def release_preference(self, token: int, withdraw: bool) -> str:
+        return self._call("backplane_c_release_preference", token, int(withdraw))
 
     def serving(self):
         return self._call("backplane_c_serving")

@@ -68,7 +68,7 @@ def test_empty_backend_list_is_refused_not_everything():
     r = cli("list", "--backends", "")
     assert r.returncode == 2 and "names no backend" in r.stderr
     r = cli("list", BACKPLANE_BACKENDS="")
-    assert r.returncode == 1 and "BACKPLANE_BACKENDS is set but names no backend" in r.stderr
+    assert r.returncode == 1 and "BACKPLANE_BACKENDS='' names no backend" in r.stderr
 
 
 def test_list_json():
@@ -151,3 +151,20 @@ def test_list_probes_each_plugin_in_a_child_and_lists_the_rest():
     quiet = cli("list", "--json", "--plugin-path", str(FIXTURES / "faults"))
     statuses = {b["name"]: b["status"] for b in json.loads(quiet.stdout)["backends"]}
     assert statuses["init_throws"] == statuses["init_exits"] == "loaded", statuses
+
+
+def test_list_and_ops_report_what_each_plugin_registered():
+    """init_exits without its fault loads and registers nothing: it used to be reported with
+    every op the cpu plugin registers on the same key (all of them, in list and ops)."""
+    listed = {b["name"]: b for b in json.loads(cli("list", "--json", "--plugin-path", str(FIXTURES / "faults")).stdout)["backends"]}
+    assert listed["init_exits"]["status"] == "loaded" and listed["init_exits"]["ops"] == []
+    assert "add" in listed["cpu"]["ops"] and "identity_conv" in listed["cpu"]["ops"]
+    r = cli("ops", "--json", "--backends", "cpu,init_exits", "--plugin-path", str(FIXTURES / "faults"))
+    assert r.returncode == 0, r.stderr
+    cells = [(c["backend"], c["implemented"]) for row in json.loads(r.stdout)["ops"] for c in row["backends"]]
+    assert ("init_exits", True) not in cells and ("cpu", True) in cells
+    # cpu_alt registers identity_conv through the core, beside cpu: that op alone is its.
+    alt = cli("ops", "--json", "--backends", "cpu,cpu_alt", "--plugin-dir", str(FIXTURES))
+    implemented = [row["op"] for row in json.loads(alt.stdout)["ops"] for c in row["backends"]
+                   if c["backend"] == "cpu_alt" and c["implemented"]]
+    assert implemented == ["identity_conv"]

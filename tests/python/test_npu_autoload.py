@@ -110,3 +110,44 @@ def test_a_build_for_another_torch_warns_once_naming_both(site, tmp_path):
     assert done.stdout.strip() == "False"
     (warning,) = _autoload_warnings(done)
     assert f"was built against torch 2.0.1, this Python runs torch {torch.__version__}" in warning
+
+
+FAULTS = Path(os.environ.get("BACKPLANE_BIN", ROOT / "build" / "bin" / "backplane")).parent.parent / "tests" / "fixtures" / "faults"
+
+
+def _copy_fault_plugins(folder):
+    folder.mkdir()
+    for fault in ("exits", "aborts", "throws"):
+        for suffix in (".so", ".manifest.yaml"):
+            shutil.copy(FAULTS / f"libbackplane_init_{fault}{suffix}", folder)
+
+
+def test_plugins_that_exit_abort_throw_or_hang_while_opening_are_left_out(site, tmp_path):
+    """`import torch` used to end silently with rc 0 (exit), die with 134 (abort), hang, or
+    lose the plugins after a throw. Each plugin is now opened in a child process first: the
+    failing ones are named in one warning and torch.npu is still installed. The second
+    import finds the first one's probes in the cache; a plugin that never returns from its
+    initializer is killed after BACKPLANE_PROBE_TIMEOUT seconds."""
+    faults = tmp_path / "faults"
+    _copy_fault_plugins(faults)
+    env = dict(BACKPLANE_PLUGIN_PATH=str(faults), BACKPLANE_FIXTURE_FAULT="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = _import_torch(site, **env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "2"
+    (warning,) = [line for line in done.stderr.splitlines() if "left out of this process" in line]
+    assert "backplane: 3 plugin(s) failed and were left out of this process: " in warning
+    assert "ended the process while opening (exit status 0), in a child process probe" in warning
+    assert "crashed while opening, with signal 6 (Aborted), in a child process probe" in warning
+    assert "its static initializer threw while opening: init_throws" in warning
+
+    (faults / "hang.cpp").write_text("#include <unistd.h>\nnamespace { const int hung = (pause(), 0); }\n")
+    subprocess.run([os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-o", str(faults / "libbackplane_init_hangs.so"),
+                    str(faults / "hang.cpp")], check=True, timeout=120)
+    manifest = (faults / "libbackplane_init_exits.manifest.yaml").read_text().replace("init_exits", "init_hangs")
+    (faults / "libbackplane_init_hangs.manifest.yaml").write_text(manifest)
+    done = _import_torch(site, **env, BACKPLANE_PROBE_TIMEOUT="3")  # the others come from the cache
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "2"
+    (warning,) = [line for line in done.stderr.splitlines() if "left out of this process" in line]
+    assert "backplane: 4 plugin(s) failed" in warning
+    assert "did not finish opening within 3 s in a child process probe (killed); not opened here" in warning

@@ -13,10 +13,17 @@
 // first. Preferences come from prefer() (C++), backplane.prefer() (Python, also a
 // context manager), `--prefer` on the CLI, and BACKPLANE_PREFER, read when the core
 // loads: "rms_norm:cuda_alt,cuda;*:cpu" (op:plugin[,plugin...], ';' between ops).
+//
+// Preferences are process-wide, and per op the newest still in force applies. prefer()
+// sets one for good. A scope (ScopedPreference, Python's `with backplane.prefer(...)`)
+// withdraws exactly its own when it ends, whatever the order scopes on several threads
+// end in: the newest preference left for the op applies again. set_preferences()
+// replaces every preference, those of open scopes too.
 #pragma once
 
 #include <backplane/export.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,7 +41,14 @@ BACKPLANE_API void set_preferences(const std::string& spec);
 // Every preference as "op:a,b;..." (the same grammar).
 BACKPLANE_API std::string preferences_string();
 
-// Sets preferences for a scope, restoring the previous ones when it ends.
+// A preference that may yet be withdrawn: sets op's (as prefer() does; an empty list
+// clears it) and returns its token. release_preference(token, true) withdraws it;
+// (token, false) keeps it for good. For a binding that learns only later whether a call
+// was a scope (Python's prefer()); a token already released or replaced is ignored.
+BACKPLANE_API std::uint64_t hold_preference(const std::string& op, const std::vector<std::string>& plugins);
+BACKPLANE_API void release_preference(std::uint64_t token, bool withdraw);
+
+// Sets op's preference for a scope and withdraws exactly that one when it ends.
 class BACKPLANE_API ScopedPreference {
  public:
   ScopedPreference(const std::string& op, const std::vector<std::string>& plugins);
@@ -43,7 +57,7 @@ class BACKPLANE_API ScopedPreference {
   ScopedPreference& operator=(const ScopedPreference&) = delete;
 
  private:
-  std::map<std::string, std::vector<std::string>> saved_;
+  std::uint64_t token_;
 };
 
 struct ServingRecord {
