@@ -42,7 +42,6 @@ constexpr int kMaxRowThreads = 512;
 constexpr int kMaxRowWarps = kMaxRowThreads / kWarpSize;
 constexpr int kMaxWarpVecs = 4;     // warp per row up to 32 * 4 vectors
 constexpr int kMaxBlockVecs = 8;    // block per row up to 512 * 8 vectors
-constexpr int64_t kStridedSumBlock = 64;  // terms a thread sums before folding them into double
 
 template <typename scalar_t>
 struct RmsNormParams {
@@ -146,24 +145,20 @@ __global__ void __launch_bounds__(kMaxRowThreads)
     rms_norm_strided_kernel(LaunchControl launch, RmsNormParams<scalar_t> p) {
   begin_after_previous_grid(launch);
   using acc_t = at::opmath_type<scalar_t>;
-  __shared__ acc_t scratch[2][kMaxRowWarps];
+  __shared__ double scratch[2][kMaxRowWarps];
   int parity = 0;
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
     const scalar_t* x = p.x + p.rows_of_x.offset(r);
-    // Each thread sums blocks of kStridedSumBlock terms in acc_t and the blocks in double,
-    // then the block combines threads in a tree: a long row (2^31 elements) or one with
-    // an outlier keeps its small terms, as in the CPU kernel.
-    double thread_total = 0;
-    for (int64_t start = threadIdx.x; start < p.n; start += kStridedSumBlock * blockDim.x) {
-      acc_t ss = 0;
-      const int64_t end = min(p.n, start + kStridedSumBlock * static_cast<int64_t>(blockDim.x));
-      for (int64_t i = start; i < end; i += blockDim.x) {
-        const acc_t v = static_cast<acc_t>(x[i * p.x_stride]);
-        ss += v * v;
-      }
-      thread_total += ss;
+    // Summed in double, threads combined in a tree: rows here are long (past 4096
+    // vectors) or strided, and a float sum of one with an outlier or of 2^31 elements
+    // loses its small terms. Memory-bound either way, so double costs no time here.
+    double ss = 0;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const double v = static_cast<double>(x[i * p.x_stride]);
+      ss += v * v;
     }
-    const acc_t inv = inv_rms(block_sum<kMaxRowWarps>(static_cast<acc_t>(thread_total), scratch[parity]), p.n, p.eps);
+    const acc_t inv = static_cast<acc_t>(
+        inv_rms(block_sum<kMaxRowWarps>(ss, scratch[parity]), p.n, static_cast<double>(p.eps)));
     parity ^= 1;
     scalar_t* y = p.y + r * p.n;
     for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x)

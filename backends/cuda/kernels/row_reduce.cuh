@@ -5,13 +5,16 @@
 
 #include "launch_config.cuh"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace backplane::cuda {
 
 // Threads for a row kernel: `threads` rounded up to whole warps (the block reductions
-// below need a multiple of 32).
+// below need a multiple of 32). Clamped to 2^20 first: callers cap the count at a
+// block's size, and a row of 2^31 elements must not wrap to a negative int.
 inline int round_up_to_warps(int64_t threads) {
+  threads = std::min<int64_t>(threads, int64_t{1} << 20);
   return static_cast<int>((threads + kWarpSize - 1) / kWarpSize * kWarpSize);
 }
 
