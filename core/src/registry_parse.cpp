@@ -40,7 +40,7 @@ std::string reserved_namespace(const std::string& ns) {
   static const std::set<std::string> pytorch_own = {
       "aten", "ao", "bucketing", "c10d", "c10d_functional", "coor", "debug_mode_ops", "debugprims", "device_mesh",
       "export", "flex_lib", "fsdp", "higher_order", "inductor", "inductor_prims", "mempool", "mkl", "mkldnn",
-      "mkldnn_prepacked", "onednn", "onnx", "onnx_symbolic", "pippy", "prim", "prims", "profiler", "quantization",
+      "mkldnn_prepacked", "onednn", "onnx", "onnx_symbolic", "pippy", "prepacked", "prim", "prims", "profiler", "quantization",
       "quantized", "quantized_decomposed", "rngprims", "semi_structured", "sparse", "static_runtime", "streams",
       "symm_mem", "torch", "torch_attn", "triton"};
   // Attributes of torch.ops itself: torch.ops.<ns> would be them, not the namespace.
