@@ -38,7 +38,7 @@ bool python_keyword(const std::string& name) {
 // vendor_ops.cpp also asks the dispatcher, for every other library loaded.
 std::string reserved_namespace(const std::string& ns) {
   static const std::set<std::string> pytorch_own = {
-      "aten", "ao", "bucketing", "c10d", "c10d_functional", "coor", "debug_mode_ops", "debugprims", "device_mesh",
+      "aten", "ao", "bucketing", "c10d", "c10d_functional", "coor", "cplib", "debug_mode_ops", "debugprims", "device_mesh",
       "export", "flex_lib", "fsdp", "higher_order", "inductor", "inductor_prims", "mempool", "mkl", "mkldnn",
       "mkldnn_prepacked", "onednn", "onnx", "onnx_symbolic", "pippy", "prepacked", "prim", "prims", "profiler", "quantization",
       "quantized", "quantized_decomposed", "rngprims", "semi_structured", "sparse", "static_runtime", "streams",

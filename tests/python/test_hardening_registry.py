@@ -7,6 +7,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,11 +139,23 @@ def test_a_bad_compiled_registry_is_said_once_and_exits_1(tmp_path):
 
 
 def _pytorch_namespaces():
-    """The namespaces of the ops this torch defines once imported, with quantized_decomposed
-    (a Python module defines it on import); the private ones (_c10d_functional) aside."""
-    import torch.ao.quantization.fx._decomposed  # noqa: F401
-    names = {n.split("::")[0] for n in torch._C._dispatch_get_all_op_names()}
-    return sorted(n for n in names if not n.startswith("_") and n != "backplane")
+    """The namespaces of the ops this torch defines, in a fresh process (this one holds
+    whatever other tests defined) after importing the modules that define some on import
+    (quantized_decomposed; cplib and others under torch.distributed); the private ones
+    (_c10d_functional) aside."""
+    code = """
+import importlib, torch
+for module in ("torch.ao.quantization.fx._decomposed", "torch.distributed.tensor",
+               "torch.distributed.tensor.experimental"):
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pass
+print(" ".join(sorted({n.split("::")[0] for n in torch._C._dispatch_get_all_op_names()})))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [n for n in done.stdout.split() if not n.startswith("_") and n != "backplane"]
 
 
 @pytest.mark.parametrize("namespace", ["quantized_decomposed", "mkldnn", "onednn", "_c10d_functional"])
