@@ -286,7 +286,7 @@ const std::map<std::string, Command>& commands() {
         "sizes, dtypes or devices refused). The plugin serving each backplane op is compared with the one the\n"
         "package was made with: another is refused unless --allow-plugin-change.\n"
         "  --input FILE            the reference file the pipeline's export step wrote\n"
-        "  --repeat N              timed runs per case (default 20)\n"
+        "  --repeat N              timed runs per case, 1 to 100000 (default 20)\n"
         "  --allow-plugin-change   run although another plugin serves an op than at packaging",
         {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
       {"bench",
@@ -298,8 +298,8 @@ const std::map<std::string, Command>& commands() {
         "  --ops a,b              these ops (default: all)\n"
         "  --dtypes a,b           float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
         "  --shapes a,b           the registry's bench presets by name (default: all)\n"
-        "  --repetitions N        repetitions of each row (default 5): median and spread\n"
-        "  --min-time SECONDS     least time per repetition (Google Benchmark's default 0.5)\n"
+        "  --repetitions N        repetitions of each row, 1 to 1000 (default 5): median and spread\n"
+        "  --min-time SECONDS     least time per repetition, above 0 and at most 3600 (Google Benchmark's default 0.5)\n"
         "  --interleave           the repetitions of all rows in a random order (Google Benchmark's random\n"
         "                         interleaving): a drift of the machine's speed falls on every row alike\n"
         "  --cuda-graph           time cuda rows as replays of a CUDA graph of each batch of calls: the kernels'\n"
