@@ -27,6 +27,7 @@ struct DeviceAllocator final : c10::Allocator {
   // expects the bytes to be there on return).
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     if (count == 0) return;
+    const ReleaseDeferred inside_c10;  // c10's copy-on-write holds a storage lock here
     const c10::Stream stream = current_stream(current_device());
     launch_on(stream, "copying device memory",
               [=] { std::memcpy(npuDevicePtrToHost(dest), npuDevicePtrToHost(src), count); });

@@ -40,9 +40,15 @@ void run_task(void* data) {
   finished_tasks().push_back(std::move(task));
 }
 
+thread_local int t_release_deferred = 0;  // ReleaseDeferred scopes open on this thread
+
 }  // namespace
 
+ReleaseDeferred::ReleaseDeferred() { ++t_release_deferred; }
+ReleaseDeferred::~ReleaseDeferred() { --t_release_deferred; }
+
 void release_finished_work() {
+  if (t_release_deferred > 0) return;
   std::vector<std::unique_ptr<Task>> done;
   {
     std::lock_guard<std::mutex> lock(g_finished_mutex);

@@ -26,6 +26,17 @@ void launch_on(const c10::Stream& stream, std::string what, std::function<void()
 // the next of those.
 void release_finished_work();
 
+// While one is alive on a thread, release_finished_work does nothing there: for code
+// inside c10 or allocator internals (copy_data, called by copy-on-write materialization
+// with a storage lock held), where running arbitrary destructors could re-enter a lock.
+class ReleaseDeferred {
+ public:
+  ReleaseDeferred();
+  ~ReleaseDeferred();
+  ReleaseDeferred(const ReleaseDeferred&) = delete;
+  ReleaseDeferred& operator=(const ReleaseDeferred&) = delete;
+};
+
 // Inside a launched fn only: a CPU tensor over t's memory (same sizes, strides, dtype,
 // conj and neg bits), so the emulated kernel can compute with ATen's CPU code. CPU
 // tensors are returned as they are. This is the one place a real backend differs:

@@ -31,16 +31,19 @@ BackwardPlan::BackwardPlan(const OpDef& op) : formula_of(op.arguments.size(), -1
 
 FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, const std::vector<c10::IValue>& args,
                                  std::vector<size_t> wanting)
-    : op_(op), plan_(plan), saved_(args.size()), wanting_(std::move(wanting)) {
+    : op_(op), plan_(plan), saved_(args.size()), counters_(args.size()), wanting_(std::move(wanting)) {
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& a = args[i];
     if (!plan.read[i]) {
       versions_.push_back(0);
       args_.emplace_back();  // not kept: no formula reads it
     } else if (a.isTensor() && a.toTensor().defined()) {
-      versions_.push_back(a.toTensor()._version());
-      args_.emplace_back(a.toTensor().detach());
+      // The tensor itself only in its SavedVariable (saved-tensor hooks such as save_on_cpu
+      // then free it); its version counter, shared with it, for the check in apply.
       saved_[i] = torch::autograd::SavedVariable(a.toTensor(), /*is_output=*/false);
+      counters_[i] = a.toTensor().unsafeGetTensorImpl()->version_counter();
+      versions_.push_back(a.toTensor()._version());
+      args_.emplace_back();
       saves_tensors_ = true;
     } else {
       versions_.push_back(0);
@@ -51,18 +54,15 @@ FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, cons
 }
 
 void FormulaBackward::save_result(const at::Tensor& output) {
-  result_ = output.detach();
-  result_version_ = output._version();
   saved_result_ = torch::autograd::SavedVariable(output, /*is_output=*/true);
+  result_counter_ = output.unsafeGetTensorImpl()->version_counter();
+  result_version_ = output._version();
   saves_tensors_ = true;
 }
 
 void FormulaBackward::release_variables() {
   for (auto& saved : saved_) saved.reset_data();
   saved_result_.reset_data();
-  for (auto& arg : args_)
-    if (arg.isTensor()) arg = c10::IValue();
-  result_ = at::Tensor();
   released_ = true;
 }
 
@@ -82,25 +82,25 @@ NodePtr self_pointer(NodeType* node) {
 torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
   // As PyTorch: a node that saved no tensor (add's) may run again after the graph was freed.
   TORCH_CHECK(!(released_ && saves_tensors_), op_.qualified_name(), ": ", torch::autograd::ERR_BACKWARD_TWICE);
-  for (size_t i = 0; i < args_.size(); ++i)
-    if (args_[i].isTensor())
-      TORCH_CHECK(args_[i].toTensor()._version() == versions_[i], op_.qualified_name(), ": argument '",
+  for (size_t i = 0; i < counters_.size(); ++i)
+    if (counters_[i])
+      TORCH_CHECK(counters_[i]->current_version() == versions_[i], op_.qualified_name(), ": argument '",
                   op_.arguments[i].name(), "' was modified in place after the forward, and its backward needs it "
-                  "(version ", versions_[i], " saved, now ", args_[i].toTensor()._version(), ")");
+                  "(version ", versions_[i], " saved, now ", counters_[i]->current_version(), ")");
   std::map<std::string, c10::IValue> names;
   for (size_t i = 0; i < args_.size(); ++i) {
     if (!plan_.read[i]) continue;
-    names[op_.arguments[i].name()] = args_[i].isTensor() ? c10::IValue(saved_[i].unpack()) : args_[i];
+    names[op_.arguments[i].name()] = counters_[i] ? c10::IValue(saved_[i].unpack()) : args_[i];
   }
   at::Tensor grad = grads.at(0);
   if (!grad.defined()) return torch::autograd::variable_list(wanting_.size());
   names["grad"] = grad;
   if (plan_.uses_result) {
-    TORCH_CHECK(result_.defined(), op_.qualified_name(), ": its backward formula names `result`, and the forward's "
-                "output was not saved");
-    TORCH_CHECK(result_._version() == result_version_, op_.qualified_name(), ": its output was modified in place "
-                "after the forward, and its backward needs it (version ", result_version_, " saved, now ",
-                result_._version(), ")");
+    TORCH_CHECK(result_counter_.has_value(), op_.qualified_name(), ": its backward formula names `result`, and "
+                "the forward's output was not saved");
+    TORCH_CHECK(result_counter_->current_version() == result_version_, op_.qualified_name(), ": its output was "
+                "modified in place after the forward, and its backward needs it (version ", result_version_,
+                " saved, now ", result_counter_->current_version(), ")");
     using NodePtr = decltype(torch::autograd::Edge::function);
     names["result"] = saved_result_.unpack(self_pointer<NodePtr>(this));
   }

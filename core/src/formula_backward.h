@@ -59,11 +59,12 @@ class FormulaBackward : public torch::autograd::Node {
  private:
   const OpDef& op_;
   const BackwardPlan& plan_;  // the Autograd kernel's, which outlives every node
-  std::vector<c10::IValue> args_;      // non-tensor values as given; tensors detached, for their versions
+  std::vector<c10::IValue> args_;      // non-tensor values as given (none for tensors)
   std::vector<torch::autograd::SavedVariable> saved_;  // per argument: the tensors a formula reads
-  std::vector<uint32_t> versions_;     // of each saved tensor, at the forward
-  at::Tensor result_;                  // detached, for its version; undefined unless a formula names `result`
-  torch::autograd::SavedVariable saved_result_;
+  std::vector<std::optional<c10::VariableVersion>> counters_;  // per saved tensor: its version counter
+  std::vector<uint32_t> versions_;     // of each argument's tensor, at the forward (0 otherwise)
+  torch::autograd::SavedVariable saved_result_;  // where a formula names `result`
+  std::optional<c10::VariableVersion> result_counter_;
   uint32_t result_version_ = 0;
   bool saves_tensors_ = false;
   bool released_ = false;              // the graph was freed (backward without retain_graph)

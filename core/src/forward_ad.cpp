@@ -1,6 +1,5 @@
 #include "forward_ad.h"
 
-#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
 #include <map>
@@ -49,22 +48,34 @@ std::vector<at::Tensor> ForwardTangents::compute(const c10::FunctionSchema& sche
     if (static_cast<int>(i) != written_ || op_.shape.kind == ShapeRuleKind::InPlace)
       names[schema.arguments()[i].name()] = stack[stack.size() - n + i];
   std::vector<c10::IValue> values;
-  {
-    // Forward AD runs under no_grad too; no backward graph is wanted for the reference.
-    at::NoGradGuard no_grad;
-    try {
-      values = reference_->evaluate_all(names);
-    } catch (const c10::NotImplementedError& e) {
-      // An ATen op of the reference without a forward derivative: say whose tangent it was.
-      TORCH_CHECK_NOT_IMPLEMENTED(false, op_.qualified_name(), ": forward-mode AD derives the tangent from the "
-                                  "registry's reference (", op_.checks.reference, "), and PyTorch refuses it: ",
-                                  e.what_without_backtrace());
-    }
+  // Under the caller's grad mode, as PyTorch's own forward formulas run: a tangent then
+  // carries a backward graph where gradients are on, so reverse over forward
+  // (jacrev(jacfwd(f)), grad of a jvp) differentiates it instead of seeing a constant.
+  try {
+    values = reference_->evaluate_all(names);
+  } catch (const c10::NotImplementedError& e) {
+    // An ATen op of the reference without a forward derivative: say whose tangent it was.
+    TORCH_CHECK_NOT_IMPLEMENTED(false, op_.qualified_name(), ": forward-mode AD derives the tangent from the "
+                                "registry's reference (", op_.checks.reference, "), and PyTorch refuses it: ",
+                                e.what_without_backtrace());
   }
+  std::vector<at::Tensor> input_tangents;
+  for (const auto& [name, value] : names)
+    if (has_tangent(value)) input_tangents.push_back(value.toTensor()._fw_grad(kLevel));
   std::vector<at::Tensor> tangents;
-  for (const c10::IValue& value : values)
-    tangents.push_back(value.isTensor() && value.toTensor().defined() ? value.toTensor()._fw_grad(kLevel)
-                                                                        : at::Tensor());
+  for (const c10::IValue& value : values) {
+    at::Tensor tangent = value.isTensor() && value.toTensor().defined() ? value.toTensor()._fw_grad(kLevel)
+                                                                         : at::Tensor();
+    // A reference that returns an input, or a view of one, gives that input's tangent:
+    // the output gets a copy, so an in-place op on one later cannot change the other's.
+    // Tensors without storage (torch.func's wrappers) cannot be compared: copied too.
+    for (const at::Tensor& given : input_tangents)
+      if (tangent.defined() && (!tangent.has_storage() || !given.has_storage() || tangent.is_alias_of(given))) {
+        tangent = tangent.clone();
+        break;
+      }
+    tangents.push_back(tangent);
+  }
   return tangents;
 }
 

@@ -31,7 +31,7 @@ int64_t reach(const at::Tensor& t) {
 }  // namespace
 
 Overlap internal_overlap(const at::Tensor& t) {
-  if (t.numel() <= 1) return Overlap::No;
+  if (t.numel() <= 1 || t.is_non_overlapping_and_dense()) return Overlap::No;  // the usual case, no allocation
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of each dimension that moves
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.size(d) == 1) continue;

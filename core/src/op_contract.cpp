@@ -123,6 +123,26 @@ void OpContract::check_tensors(c10::ArrayRef<c10::IValue> args) const {
   }
 }
 
+// A written tensor and each other Tensor argument: the same elements in the same layout,
+// or none in common. A shifted or interleaved view would make the result depend on the
+// kernel's order of reads and writes.
+void OpContract::check_apart_from_inputs(const std::string& written_name, const at::Tensor& written,
+                                         c10::ArrayRef<c10::IValue> args) const {
+  if (!has_memory_layout(written)) return;
+  for (size_t i = 0; i < tensor_positions_.size(); ++i) {
+    const std::string& name = def_->tensor_args[i];
+    const at::Tensor& in = args[tensor_positions_[i]].toTensor();
+    if (name == written_name || !has_memory_layout(in)) continue;
+    const detail::Overlap overlap = detail::partial_overlap(written, in);
+    TORCH_CHECK_VALUE(overlap == detail::Overlap::No, qualified_name_, ": argument '", written_name, "' ",
+                      overlap == detail::Overlap::Yes ? "shares elements with" : "may share elements with (too large to check)",
+                      " input '", name, "' (sizes ", written.sizes(), ", strides ", written.strides(), ", offset ",
+                      written.storage_offset(), " and sizes ", in.sizes(), ", strides ", in.strides(), ", offset ",
+                      in.storage_offset(), " in one storage); it may be the same tensor or a separate one, not a "
+                      "shifted or interleaved view of it");
+  }
+}
+
 // A Scalar argument must be a number the tensors' dtype can take, as ATen requires
 // (torch.add(a, b, alpha=True) is refused there too): checked here, so every backend
 // refuses at the call, not inside queued work.
@@ -167,23 +187,13 @@ std::vector<c10::SymInt> OpContract::rule_sizes(size_t which, c10::ArrayRef<c10:
     case ShapeRuleKind::InPlace: {
       const at::Tensor& x = tensor(0);
       check_written(qualified_name_, rule.args[0], x);
+      check_apart_from_inputs(rule.args[0], x, args);
       return sizes_of(x);
     }
     case ShapeRuleKind::Out: {
       const at::Tensor& out = tensor(0);
       check_written(qualified_name_, rule.args[0], out);
-      for (size_t i = 0; i < tensor_positions_.size(); ++i) {
-        const std::string& name = def_->tensor_args[i];
-        const at::Tensor& in = args[tensor_positions_[i]].toTensor();
-        if (name == rule.args[0] || !has_memory_layout(out) || !has_memory_layout(in)) continue;
-        const detail::Overlap overlap = detail::partial_overlap(out, in);
-        TORCH_CHECK_VALUE(overlap == detail::Overlap::No, qualified_name_, ": argument '", rule.args[0], "' ",
-                          overlap == detail::Overlap::Yes ? "shares elements with" : "may share elements with (too large to check)",
-                          " input '", name, "' (sizes ", out.sizes(), ", strides ", out.strides(),
-                          ", offset ", out.storage_offset(), " and sizes ", in.sizes(), ", strides ", in.strides(),
-                          ", offset ", in.storage_offset(), " in one storage); it may be the same tensor or a "
-                          "separate one, not a shifted or interleaved view of it");
-      }
+      check_apart_from_inputs(rule.args[0], out, args);
       const at::Tensor& like = tensor(1);
       bool same = out.dim() == like.dim();
       for (int64_t d = 0; same && d < out.dim(); ++d)

@@ -6,6 +6,7 @@
 // instead of silently working. Kernels translate with npuDevicePtrToHost.
 #include "internal.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -27,7 +28,7 @@ struct Block {
 struct Memory {
   std::mutex mutex;
   std::map<uintptr_t, Block> blocks;  // by the address handed out
-  std::vector<npuMemStats> stats = std::vector<npuMemStats>(device_count(), npuMemStats{0, 0, 0});
+  std::vector<npuMemStats> stats = std::vector<npuMemStats>(std::max(0, device_count()), npuMemStats{0, 0, 0});
 };
 
 Memory& memory() {
