@@ -4,6 +4,7 @@ checked when the registry is read, at the offending name's file:line:column; an 
 said once with exit status 1; strings and None are formula arguments; and namespaces and
 op names that PyTorch owns or that torch.ops cannot reach are refused."""
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -108,7 +109,10 @@ def _relink_core_with(build, replace, tmp_path):
     # The compiler's own arguments (past `cmake -E env ... ccache`), without the precompiled
     # header and dependency files: the generated file includes no torch header.
     args = shlex.split(compile_cmd.split(" && ")[-1])
-    args = args[next(i for i, a in enumerate(args) if a.endswith(("c++", "g++", "clang++"))):]
+    compilers = [i for i, a in enumerate(args) if re.search(r"(^|[/-])(c|g|clang)\+\+(-[\d.]+)?$", a)]
+    if not compilers:
+        return None
+    args = args[compilers[0]:]
     for flag in ("-include", "-MF", "-MT"):
         while flag in args:
             del args[args.index(flag):args.index(flag) + 2]
