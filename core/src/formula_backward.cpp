@@ -4,6 +4,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <type_traits>
@@ -44,7 +45,6 @@ FormulaBackward::FormulaBackward(const OpDef& op, const BackwardPlan& plan, cons
       counters_[i] = a.toTensor().unsafeGetTensorImpl()->version_counter();
       versions_.push_back(a.toTensor()._version());
       args_.emplace_back();
-      saves_tensors_ = true;
     } else {
       versions_.push_back(0);
       args_.push_back(a);
@@ -57,7 +57,11 @@ void FormulaBackward::save_result(const at::Tensor& output) {
   saved_result_ = torch::autograd::SavedVariable(output, /*is_output=*/true);
   result_counter_ = output.unsafeGetTensorImpl()->version_counter();
   result_version_ = output._version();
-  saves_tensors_ = true;
+}
+
+bool FormulaBackward::saves_tensors() const {
+  return result_counter_.has_value() ||
+         std::any_of(counters_.begin(), counters_.end(), [](const auto& counter) { return counter.has_value(); });
 }
 
 void FormulaBackward::release_variables() {
@@ -81,7 +85,7 @@ NodePtr self_pointer(NodeType* node) {
 
 torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_list&& grads) {
   // As PyTorch: a node that saved no tensor (add's) may run again after the graph was freed.
-  TORCH_CHECK(!(released_ && saves_tensors_), op_.qualified_name(), ": ", torch::autograd::ERR_BACKWARD_TWICE);
+  TORCH_CHECK(!(released_ && saves_tensors()), op_.qualified_name(), ": ", torch::autograd::ERR_BACKWARD_TWICE);
   for (size_t i = 0; i < counters_.size(); ++i)
     if (counters_[i])
       TORCH_CHECK(counters_[i]->current_version() == versions_[i], op_.qualified_name(), ": argument '",

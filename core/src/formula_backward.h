@@ -57,6 +57,8 @@ class FormulaBackward : public torch::autograd::Node {
   std::string name() const override { return op_.qualified_name() + "_backward"; }
 
  private:
+  bool saves_tensors() const;  // an argument or the output: PyTorch's second-backward rule applies
+
   const OpDef& op_;
   const BackwardPlan& plan_;  // the Autograd kernel's, which outlives every node
   std::vector<c10::IValue> args_;      // non-tensor values as given (none for tensors)
@@ -66,7 +68,6 @@ class FormulaBackward : public torch::autograd::Node {
   torch::autograd::SavedVariable saved_result_;  // where a formula names `result`
   std::optional<c10::VariableVersion> result_counter_;
   uint32_t result_version_ = 0;
-  bool saves_tensors_ = false;
   bool released_ = false;              // the graph was freed (backward without retain_graph)
   std::vector<size_t> wanting_;
   // One per wanting_. Symbolic sizes: reading concrete ones would specialize a dynamic
