@@ -71,7 +71,7 @@ at::Tensor empty_from(c10::Allocator* allocator, c10::DispatchKey key, c10::IntA
 
 // A written tensor two of whose indices reach one element: the kernel's result would
 // depend on its order of writes, so it is refused, on every backend and in the Meta kernel.
-void check_written(const std::string& op, const std::string& arg, const at::Tensor& t) {
+void check_writable(const std::string& op, const std::string& arg, const at::Tensor& t) {
   // Inference tensors have no autograd keys, so this is the one check every path passes.
   TORCH_CHECK(!t.is_inference() || c10::InferenceMode::is_enabled(), op, ": argument '", arg,
               "' is an inference tensor, written outside torch.inference_mode(); PyTorch refuses in-place updates "
@@ -123,11 +123,13 @@ void OpContract::check_tensors(c10::ArrayRef<c10::IValue> args) const {
   }
 }
 
-// A written tensor and each other Tensor argument: the same elements in the same layout,
-// or none in common. A shifted or interleaved view would make the result depend on the
-// kernel's order of reads and writes.
-void OpContract::check_apart_from_inputs(const std::string& written_name, const at::Tensor& written,
-                                         c10::ArrayRef<c10::IValue> args) const {
+// The tensor an op writes (in_place and out rules): writable (check_writable), and apart
+// from each other Tensor argument: the same elements in the same layout, or none in
+// common. A shifted or interleaved view would make the result depend on the kernel's
+// order of reads and writes.
+void OpContract::check_written(const std::string& written_name, const at::Tensor& written,
+                               c10::ArrayRef<c10::IValue> args) const {
+  check_writable(qualified_name_, written_name, written);
   if (!has_memory_layout(written)) return;
   for (size_t i = 0; i < tensor_positions_.size(); ++i) {
     const std::string& name = def_->tensor_args[i];
@@ -186,14 +188,12 @@ std::vector<c10::SymInt> OpContract::rule_sizes(size_t which, c10::ArrayRef<c10:
     }
     case ShapeRuleKind::InPlace: {
       const at::Tensor& x = tensor(0);
-      check_written(qualified_name_, rule.args[0], x);
-      check_apart_from_inputs(rule.args[0], x, args);
+      check_written(rule.args[0], x, args);
       return sizes_of(x);
     }
     case ShapeRuleKind::Out: {
       const at::Tensor& out = tensor(0);
-      check_written(qualified_name_, rule.args[0], out);
-      check_apart_from_inputs(rule.args[0], out, args);
+      check_written(rule.args[0], out, args);
       const at::Tensor& like = tensor(1);
       bool same = out.dim() == like.dim();
       for (int64_t d = 0; same && d < out.dim(); ++d)

@@ -54,8 +54,8 @@ class BACKPLANE_API OpContract {
  private:
   void check_tensors(c10::ArrayRef<c10::IValue> args) const;
   void check_scalars(c10::ArrayRef<c10::IValue> args) const;
-  void check_apart_from_inputs(const std::string& written_name, const at::Tensor& written,
-                               c10::ArrayRef<c10::IValue> args) const;
+  void check_written(const std::string& written_name, const at::Tensor& written,
+                     c10::ArrayRef<c10::IValue> args) const;
   // Sizes by the rule of output `which` (0: OpDef::shape, then extra_outputs).
   std::vector<c10::SymInt> rule_sizes(size_t which, c10::ArrayRef<c10::IValue> args) const;
   at::Tensor allocate(size_t which, const std::vector<c10::SymInt>& sizes, c10::ArrayRef<c10::IValue> args) const;
