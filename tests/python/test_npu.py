@@ -175,10 +175,10 @@ def test_fallback_runs_on_the_cpu_and_warns_once_per_op():
 
 
 def test_blocklisted_ops_fail_clearly():
-    # mm has an npu kernel, its out= overload does not; neither may silently run on the host.
+    # mm has npu kernels, its out_dtype overload does not; it may not silently run on the host.
     a = torch.ones(2, 2, device="npu")
-    with pytest.raises(NotImplementedError, match=r"backplane npu: aten::mm\.out has no npu kernel and is blocked from the CPU fallback"):
-        torch.mm(a, a, out=torch.empty(2, 2, device="npu"))
+    with pytest.raises(NotImplementedError, match=r"backplane npu: aten::mm\.dtype has no npu kernel and is blocked from the CPU fallback"):
+        torch.ops.aten.mm.dtype(a, a, torch.float32)
     with pytest.raises(NotImplementedError, match="backplane npu: aten::view_as_real has no npu kernel and returns a view"):
         torch.view_as_real(torch.zeros(2, dtype=torch.complex64, device="npu"))
 
@@ -192,8 +192,16 @@ def test_matrix_products_run_on_the_device():
         got = torch.nn.functional.linear(a.npu(), b.t().npu(), bias.npu())
         batched = torch.randn(2, 5, 7, generator=g)
         got_b = torch.bmm(batched.npu(), batched.transpose(1, 2).npu())
+        # The out= forms, which Inductor's generated code calls.
+        out = torch.empty(5, 3, device="npu")
+        torch.addmm(bias.npu(), a.npu(), b.npu(), out=out)
+        out_mm = torch.mm(a.npu(), b.npu(), out=torch.empty(0, device="npu"))  # resized, as aten's
     assert got.device.type == "npu"
     torch.testing.assert_close(got.cpu(), torch.nn.functional.linear(a, b.t(), bias))
+    torch.testing.assert_close(out.cpu(), torch.addmm(bias, a, b))
+    torch.testing.assert_close(out_mm.cpu(), a @ b)
+    with pytest.raises(RuntimeError, match=r"aten::mm\.out: out has dtype Double, expected Float"):
+        torch.mm(a.npu(), b.npu(), out=torch.empty(5, 3, dtype=torch.float64, device="npu"))
     torch.testing.assert_close(got_b.cpu(), torch.bmm(batched, batched.transpose(1, 2)))
     # PyTorch's own size check (its meta function), raised at the call.
     with pytest.raises(RuntimeError, match=r"must have same reduction dim|cannot be multiplied"):

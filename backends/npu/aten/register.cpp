@@ -29,6 +29,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bmm", &bmm);
   m.impl("addmm", &addmm);
   m.impl("baddbmm", &baddbmm);
+  m.impl("mm.out", &mm_out);
+  m.impl("bmm.out", &bmm_out);
+  m.impl("addmm.out", &addmm_out);
+  m.impl("baddbmm.out", &baddbmm_out);
   m.impl("resize_", &resize_);
   m.impl("set_.source_Storage_storage_offset", &set_storage_);
   m.impl("set_.source_Storage", &at::native::set_);
