@@ -2,6 +2,7 @@
 
 #include <backplane/op_contract.h>
 
+#include "autocast_kernel.h"
 #include "autograd_kernel.h"
 
 #include <memory>
@@ -52,6 +53,9 @@ void define_op(torch::Library& library, const OpDef& op) {
   // Gradients from the op's `backward:` formulas; without them, asking for one is an
   // error naming the op, never a silent None gradient (autograd_kernel.cpp).
   register_autograd(library, op);
+  // Under torch.autocast, the op's inputs are cast by its `autocast:` rule, the same on
+  // cpu, cuda and PrivateUse1 devices (autocast_kernel.cpp).
+  register_autocast(library, op);
 }
 
 }  // namespace backplane::detail

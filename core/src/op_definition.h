@@ -10,8 +10,8 @@ namespace backplane::detail {
 
 // The schema (tagged pt2_compliant), a Meta kernel from the op's shape rule (so
 // FakeTensor, torch.compile, torch.export and AOTInductor need no Python fake
-// registration), and the Autograd kernel. `library` is a DEF or FRAGMENT library of the
-// op's namespace.
+// registration), the Autograd kernel and the Autocast kernels. `library` is a DEF or
+// FRAGMENT library of the op's namespace.
 void define_op(torch::Library& library, const OpDef& op);
 
 }  // namespace backplane::detail

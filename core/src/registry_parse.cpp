@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -97,6 +98,7 @@ class OpParser {
     parse_shape(required("shape"));
     detail::parse_op_checks(file_, node_, op_);
     if (const YAML::Node backward = node_["backward"]) parse_backward(backward);
+    if (const YAML::Node autocast = node_["autocast"]) parse_autocast(autocast);
     return std::move(op_);
   }
 
@@ -125,7 +127,7 @@ class OpParser {
 
   void check_keys() const {
     static const std::set<std::string> known = [] {
-      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "backward"};
+      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "backward", "autocast"};
       keys.insert(std::begin(detail::kOpCheckKeys), std::end(detail::kOpCheckKeys));
       return keys;
     }();
@@ -158,6 +160,22 @@ class OpParser {
       const std::string formula = scalar(entry.second, "a gradient formula");  // checked by FormulaChecker
       for (size_t i = 0; i < args.size(); ++i) op_.backward[args[i]] = GradientFormula{formula, i, args.size()};
     }
+  }
+
+  // `autocast:` names the dtype the op runs in under torch.autocast (registry.h's
+  // AutocastRule). An op that writes an argument follows that argument's dtype instead.
+  void parse_autocast(const YAML::Node& node) {
+    static const std::map<std::string, AutocastRule> rules = {
+        {"fp32", AutocastRule::Fp32}, {"lower", AutocastRule::Lower}, {"promote", AutocastRule::Promote}};
+    const std::string value = node.IsScalar() ? node.Scalar() : "";
+    const auto rule = rules.find(value);
+    if (rule == rules.end())
+      fail(node, "op '" + op_.name + "': key 'autocast' is " + (node.IsScalar() ? "'" + value + "'" : kind_name(node)) +
+                     "; expected one of: fp32, lower, promote");
+    if (op_.writes())
+      fail(node, "op '" + op_.name + "': key 'autocast' does not apply to an op that writes an argument; under "
+                     "autocast its other floating inputs take the written argument's dtype. Remove the key");
+    op_.autocast = rule->second;
   }
 
   void parse_schema(const YAML::Node& node) {

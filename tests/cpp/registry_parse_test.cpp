@@ -136,12 +136,40 @@ TEST(RegistryErrors, MissingKey) {
 
 TEST(RegistryErrors, UnknownKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
-               "test.yaml:6:5", "unknown key 'dtype'; expected one of: backward, baseline, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
 }
 
 TEST(RegistryErrors, ReservedKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    backends: [cpu]\n"),
                "test.yaml:6:5", "key 'backends' is reserved for later work");
+}
+
+TEST(Registry, AutocastRules) {
+  auto rule = [](const std::string& extra) {
+    return parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", extra), "test.yaml")
+        .ops()[0]
+        .autocast;
+  };
+  EXPECT_EQ(rule(""), AutocastRule::Promote);
+  EXPECT_EQ(rule("    autocast: promote\n"), AutocastRule::Promote);
+  EXPECT_EQ(rule("    autocast: fp32\n"), AutocastRule::Fp32);
+  EXPECT_EQ(rule("    autocast: lower\n"), AutocastRule::Lower);
+  const Registry& shipped = registry();
+  EXPECT_EQ(shipped.find("add")->autocast, AutocastRule::Promote);
+  EXPECT_EQ(shipped.find("softmax")->autocast, AutocastRule::Fp32);
+  EXPECT_EQ(shipped.find("identity_conv")->autocast, AutocastRule::Lower);
+}
+
+TEST(RegistryErrors, AutocastRuleIsOneOfThree) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    autocast: fp16\n"),
+               "test.yaml:6:15", "op 'twice': key 'autocast' is 'fp16'; expected one of: fp32, lower, promote");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    autocast: [fp32]\n"),
+               "test.yaml:6:15", "op 'twice': key 'autocast' is a list; expected one of: fp32, lower, promote");
+}
+
+TEST(RegistryErrors, AutocastDoesNotApplyToOpsThatWrite) {
+  expect_error(op_yaml("twice_(Tensor(a!) x) -> ()", "[float32]", "{in_place: x}", "    autocast: fp32\n"),
+               "test.yaml:6:15", "op 'twice_': key 'autocast' does not apply to an op that writes an argument");
 }
 
 TEST(Registry, BackwardFormulasPerTensorArgument) {

@@ -106,6 +106,17 @@ struct GradientFormula {
   size_t outputs = 1;  // how many arguments the key named
 };
 
+// How an op runs under torch.autocast (`autocast:` in the registry; autocast_kernel.cpp):
+// the dtype its floating Tensor inputs on the autocast device are cast to first. float64
+// inputs are never cast, as PyTorch's autocast leaves them. An op that writes an argument
+// is never autocast itself: the written tensor keeps its dtype and the op's other
+// floating inputs are cast to it (so the registry refuses the key on such ops).
+enum class AutocastRule {
+  Promote,  // the widest floating input dtype (the default): inputs that agree are left alone
+  Fp32,     // float32: reductions, norms, softmax
+  Lower,    // the autocast dtype (torch.get_autocast_dtype): matmuls, convolutions
+};
+
 struct BACKPLANE_API OpDef {
   std::string ns = kNamespace;  // "backplane"; a plugin's own ops: its fragment's namespace ("acme")
   std::string name;    // "add"
@@ -128,6 +139,7 @@ struct BACKPLANE_API OpDef {
   // input's size (broadcasting). Empty: no derivative, and backward through the op is
   // an error naming it.
   std::map<std::string, GradientFormula> backward;
+  AutocastRule autocast = AutocastRule::Promote;
   SourceLocation where;
 
   // Index of an argument in schema order; -1 when there is none of that name.
