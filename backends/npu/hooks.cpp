@@ -3,27 +3,16 @@
 // storage resize from Python). Registered when the plugin is opened.
 #include "allocator.h"
 #include "aten/storage.h"
+#include "generator.h"
 #include "npu_stream.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/util/Exception.h>
 
 #include <cstdio>
-#include <mutex>
-#include <vector>
 
 namespace backplane::npu {
 namespace {
-
-// Random numbers come from a CPU generator labelled as an npu one: random ops run
-// through the CPU fallback. A real device brings its own generator (Philox state).
-struct NpuGenerator final : at::CPUGeneratorImpl {
-  explicit NpuGenerator(c10::DeviceIndex index) {
-    device_ = c10::Device(kNpu, index);
-    key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
-  }
-};
 
 struct NpuHooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
@@ -42,20 +31,9 @@ struct NpuHooks final : at::PrivateUse1HooksInterface {
     return index >= 0 && index < device_count() ? exchangeDevice(index) : current_device();
   }
 
-  const at::Generator& getDefaultGenerator(c10::DeviceIndex index) const override {
-    static auto* generators = new std::vector<at::Generator>(device_count());
-    static std::mutex mutex;
-    const c10::DeviceIndex i = index < 0 ? current_device() : index;
-    TORCH_CHECK(i < device_count(), "backplane npu: no generator for npu:", int(i), "; expected 0 <= index < ",
-                int(device_count()));
-    std::lock_guard<std::mutex> lock(mutex);
-    at::Generator& g = (*generators)[i];
-    if (!g.defined()) g = at::make_generator<NpuGenerator>(i);
-    return g;
-  }
-  at::Generator getNewGenerator(c10::DeviceIndex index) const override {
-    return at::make_generator<NpuGenerator>(index < 0 ? current_device() : index);
-  }
+  // Generators: generator.h (one default per device, apart from the CPU's).
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex index) const override { return default_generator(index); }
+  at::Generator getNewGenerator(c10::DeviceIndex index) const override { return new_generator(index); }
 
   bool isPinnedPtr(const void* data) const override {
     npuPointerAttributes attributes{};

@@ -25,10 +25,19 @@ import sys
 
 import torch
 
+# The parts PyTorch 2 asks a device module for live in modules of their own, each named
+# for what it serves: _amp (autocast), _random (generators), _profiler, _inductor
+# (torch.compile and AOTInductor). Each has an on_load(lib) that on_load below calls.
+from . import _random
+from ._random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
+                      set_rng_state, set_rng_state_all)
+
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
-    "get_rng_state", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated",
-    "memory_stats", "reset_peak_memory_stats", "set_device", "set_rng_state", "stream", "synchronize",
+    "get_rng_state", "get_rng_state_all", "initial_seed",
+    "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated", "memory_stats",
+    "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "stream",
+    "synchronize",
 ]
 
 _lib: ctypes.CDLL | None = None
@@ -73,6 +82,8 @@ def on_load(plugin_path: str) -> None:
         torch._register_device_module("npu", sys.modules[__name__])
     if not hasattr(torch.Tensor, "is_npu"):
         torch.utils.generate_methods_for_privateuse1_backend()
+    for part in (_random,):
+        part.on_load(lib)
 
 
 # Tensors of the exit-time backward below: kept here, so that the autograd thread never
@@ -273,23 +284,6 @@ def max_memory_allocated(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     _checked("backplane_npu_reset_peak", _checked_index(device))
-
-
-def manual_seed(seed: int) -> None:
-    # Random ops run through the CPU fallback, on the CPU generator (torch.manual_seed
-    # calls this too: seeding the generator directly avoids the recursion).
-    torch.default_generator.manual_seed(seed)
-
-
-manual_seed_all = manual_seed
-
-
-def get_rng_state(device=None) -> torch.Tensor:
-    return torch.get_rng_state()  # the CPU generator's, for the reason above
-
-
-def set_rng_state(state: torch.Tensor, device=None) -> None:
-    torch.set_rng_state(state)
 
 
 # --- test switches ----------------------------------------------------------------

@@ -1,0 +1,185 @@
+// The npu generators (generator.h) and the C functions torch.npu's RNG calls
+// (python/backplane_npu/_random.py).
+#include "generator.h"
+
+#include "npu_stream.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace backplane::npu {
+
+NpuGeneratorImpl::NpuGeneratorImpl(c10::DeviceIndex index, uint64_t seed)
+    : c10::GeneratorImpl(c10::Device(kNpu, index), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+      host_(at::detail::createCPUGenerator(seed)) {}
+
+void NpuGeneratorImpl::set_current_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(host_mutex());
+  host_.set_current_seed(seed);
+}
+
+uint64_t NpuGeneratorImpl::current_seed() const {
+  std::lock_guard<std::mutex> lock(host_mutex());
+  return host_.current_seed();
+}
+
+uint64_t NpuGeneratorImpl::seed() {
+  std::lock_guard<std::mutex> lock(host_mutex());
+  return host_.unsafeGetGeneratorImpl()->seed();
+}
+
+void NpuGeneratorImpl::set_offset(uint64_t offset) {
+  TORCH_CHECK(offset == 0, "backplane npu: an npu generator has no offset (its state is an mt19937 state, as "
+              "the CPU generator's); expected 0, got ", offset);
+}
+
+uint64_t NpuGeneratorImpl::get_offset() const { return 0; }
+
+void NpuGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  std::lock_guard<std::mutex> lock(host_mutex());
+  host_.unsafeGetGeneratorImpl()->set_state(new_state);
+}
+
+c10::intrusive_ptr<c10::TensorImpl> NpuGeneratorImpl::get_state() const {
+  std::lock_guard<std::mutex> lock(host_mutex());
+  return host_.unsafeGetGeneratorImpl()->get_state();
+}
+
+NpuGeneratorImpl* NpuGeneratorImpl::clone_impl() const {
+  auto* copy = new NpuGeneratorImpl(device_.index());
+  std::lock_guard<std::mutex> lock(host_mutex());
+  copy->host_ = host_.clone();
+  return copy;
+}
+
+const at::Generator& default_generator(c10::DeviceIndex index) {
+  // Never destroyed: kernels may still draw from them while the process exits.
+  static auto* generators = new std::vector<at::Generator>(device_count());
+  static std::mutex mutex;
+  const c10::DeviceIndex i = index < 0 ? current_device() : index;
+  check_index(i);
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Generator& generator = (*generators)[i];
+  if (!generator.defined()) generator = at::make_generator<NpuGeneratorImpl>(i);
+  return generator;
+}
+
+at::Generator new_generator(c10::DeviceIndex index) {
+  const c10::DeviceIndex i = index < 0 ? current_device() : index;
+  check_index(i);
+  return at::make_generator<NpuGeneratorImpl>(i);
+}
+
+at::Generator host_generator(const std::optional<at::Generator>& generator, c10::Device device,
+                             const std::string& op) {
+  if (!generator.has_value() || !generator->defined())
+    return default_generator(index_of(device)).get<NpuGeneratorImpl>()->host();
+  auto* npu = dynamic_cast<NpuGeneratorImpl*>(generator->unsafeGetGeneratorImpl());
+  TORCH_CHECK(npu != nullptr, "backplane npu: ", op, " on ", device, " got a generator on ", generator->device(),
+              "; expected an npu generator (torch.Generator(device=\"npu\")) or none (the device's default)");
+  return npu->host();
+}
+
+}  // namespace backplane::npu
+
+// --- C functions for torch.npu (ctypes) ---------------------------------------------
+// As in c_api.cpp: 0 on success, else 1 with a message in `message` (size bytes); no
+// exception leaves a C function. A device below 0 is the current device.
+#define BACKPLANE_NPU_C_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+template <typename Fn>
+int guarded(char* message, size_t size, Fn&& fn) noexcept {
+  try {
+    fn();
+    return 0;
+  } catch (const c10::Error& e) {
+    std::snprintf(message, size, "%s", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    std::snprintf(message, size, "%s", e.what());
+  } catch (...) {
+    std::snprintf(message, size, "backplane npu: unknown exception");
+  }
+  return 1;
+}
+
+// The default generator of `device`, the index checked before it narrows to c10's
+// 8-bit DeviceIndex.
+at::Generator default_of(int device) {
+  using backplane::npu::device_count;
+  TORCH_CHECK(device < device_count(), "backplane npu: device index ", device, " out of range; expected 0 <= index < ",
+              int(device_count()));
+  return backplane::npu::default_generator(static_cast<c10::DeviceIndex>(device < 0 ? -1 : device));
+}
+
+size_t state_bytes() {
+  static const size_t bytes = at::detail::createCPUGenerator().get_state().numel();
+  return bytes;
+}
+
+}  // namespace
+
+BACKPLANE_NPU_C_API int backplane_npu_manual_seed(int device, uint64_t seed, char* message, size_t size) {
+  return guarded(message, size, [&] {
+    at::Generator generator = default_of(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_current_seed(seed);
+  });
+}
+
+// Seeds the generator from a non-deterministic source; *seed receives the seed.
+BACKPLANE_NPU_C_API int backplane_npu_seed(int device, uint64_t* seed, char* message, size_t size) {
+  return guarded(message, size, [&] {
+    at::Generator generator = default_of(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    *seed = generator.seed();
+  });
+}
+
+BACKPLANE_NPU_C_API int backplane_npu_initial_seed(int device, uint64_t* seed, char* message, size_t size) {
+  return guarded(message, size, [&] { *seed = default_of(device).current_seed(); });
+}
+
+// The bytes of a state (the same for every device): what backplane_npu_get_rng_state writes.
+BACKPLANE_NPU_C_API size_t backplane_npu_rng_state_size() {
+  size_t bytes = 0;
+  char ignored[1];
+  guarded(ignored, sizeof ignored, [&] { bytes = state_bytes(); });
+  return bytes;
+}
+
+// Writes the state (backplane_npu_rng_state_size() bytes) to `out`, which holds `capacity`.
+BACKPLANE_NPU_C_API int backplane_npu_get_rng_state(int device, uint8_t* out, size_t capacity, char* message,
+                                                    size_t size) {
+  return guarded(message, size, [&] {
+    at::Generator generator = default_of(device);
+    at::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state = generator.get_state();
+    }
+    TORCH_CHECK(static_cast<size_t>(state.numel()) <= capacity, "backplane npu: an RNG state has ", state.numel(),
+                " bytes; the buffer holds ", capacity);
+    std::memcpy(out, state.data_ptr(), state.numel());
+  });
+}
+
+// Sets the state from `bytes` bytes at `data`; the CPU generator's own check refuses a
+// state of the wrong size, with its message.
+BACKPLANE_NPU_C_API int backplane_npu_set_rng_state(int device, const uint8_t* data, size_t bytes, char* message,
+                                                    size_t size) {
+  return guarded(message, size, [&] {
+    at::Generator generator = default_of(device);
+    const at::Tensor state = at::from_blob(const_cast<uint8_t*>(data), {static_cast<int64_t>(bytes)},
+                                           at::TensorOptions().dtype(at::kByte));
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state);
+  });
+}
