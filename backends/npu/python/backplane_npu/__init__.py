@@ -28,13 +28,14 @@ import torch
 # The parts PyTorch 2 asks a device module for live in modules of their own, each named
 # for what it serves: _amp (autocast), _random (generators), _profiler, _inductor
 # (torch.compile and AOTInductor). Each has an on_load(lib) that on_load below calls.
-from . import _random
+from . import _amp, _random
+from ._amp import get_amp_supported_dtype, is_bf16_supported
 from ._random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
                       set_rng_state, set_rng_state_all)
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
-    "get_rng_state", "get_rng_state_all", "initial_seed",
+    "get_amp_supported_dtype", "get_rng_state", "get_rng_state_all", "initial_seed", "is_bf16_supported",
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated", "memory_stats",
     "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "stream",
     "synchronize",
