@@ -1,5 +1,7 @@
 #include "launch.h"
 
+#include "profiler.h"
+
 #include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>
 
@@ -14,6 +16,9 @@ struct Task {
   npuStream_t stream;
   std::string what;
   std::function<void()> fn;
+  c10::DeviceIndex device;
+  c10::StreamId stream_id;
+  uint64_t op;  // the profiled op that queued it (0: none or not profiling)
 };
 
 // Tasks that have run, with what they captured. A worker never destroys them: the last
@@ -29,6 +34,8 @@ std::vector<std::unique_ptr<Task>>& finished_tasks() {
 
 void run_task(void* data) {
   std::unique_ptr<Task> task(static_cast<Task*>(data));
+  const bool timed = profiler::recording();
+  const int64_t start = timed ? profiler::now_ns() : 0;
   try {
     task->fn();
   } catch (const c10::Error& e) {
@@ -36,6 +43,7 @@ void run_task(void* data) {
   } catch (const std::exception& e) {
     npuStreamSetError(task->stream, (task->what + ": " + e.what()).c_str());
   }
+  if (timed) profiler::record_kernel(task->what, task->device, task->stream_id, task->op, start, profiler::now_ns());
   std::lock_guard<std::mutex> lock(g_finished_mutex);
   finished_tasks().push_back(std::move(task));
 }
@@ -61,7 +69,8 @@ void release_finished_work() {
 void launch_on(const c10::Stream& stream, std::string what, std::function<void()> fn) {
   release_finished_work();
   npuStream_t s = native(stream);
-  auto task = std::make_unique<Task>(Task{s, std::move(what), std::move(fn)});
+  const uint64_t op = profiler::recording() ? profiler::current_op() : 0;
+  auto task = std::make_unique<Task>(Task{s, std::move(what), std::move(fn), stream.device_index(), stream.id(), op});
   check(npuLaunchHostFunc(s, &run_task, task.get()), "queueing work on a stream");
   task.release();  // run_task owns it now
 }
