@@ -1,9 +1,11 @@
 """A model from eager to deployment, one step at a time:
 
-    python -m models.pipeline STEP MODEL [--device cpu|cuda] [--dtype float32] [--out out]
+    python -m models.pipeline STEP MODEL [--device cpu|cuda|npu] [--dtype float32] [--out out]
 
 STEP: eager | compile | export | aoti | load | cpp | onnx | all. Each step is also a
-Python function of the same name taking a `Run`. Artifacts go to OUT as
+Python function of the same name taking a `Run`; `all` runs those that apply to the
+device and dtype (onnx: cpu, float32). On npu (Backplane's emulated PrivateUse1 device)
+the package's generated code runs as device work (backends/npu/python/backplane_npu/_aoti.py). Artifacts go to OUT as
 MODEL-DEVICE-DTYPE.{ep.pt2, io.pt, pt2, onnx}:
   ep.pt2  the torch.export program (dynamic batch dimension), for users: no step reads it
           back (torch.export.load unpickles; `aoti` exports again instead)
@@ -197,8 +199,18 @@ def onnx(run: Run) -> Path:
     return export_onnx(run)
 
 
+def not_applicable(step: str, run: Run) -> str:
+    """Why `step` does not apply to run's device and dtype; empty when it does."""
+    if step == "onnx" and (run.device, run.dtype) != ("cpu", "float32"):
+        return "the ONNX step runs on cpu in float32 (onnxruntime's CPU provider)"
+    return ""
+
+
 def all_steps(run: Run) -> None:
     for step in STEPS:
+        if why := not_applicable(step, run):
+            say(f"== {step}: skipped on {run.device} {run.dtype}: {why} ==")
+            continue
         say(f"== {step} ==")
         globals()[step](run)
 

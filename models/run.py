@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 # (a guard on the example's size; docs/aoti-findings.md), which the saved cases miss.
 BATCH_RANGE = (2, 1024)
 # The plugins a device's package needs loaded before it runs.
-BACKENDS = {"cpu": "cpu", "cuda": "cpu,cuda"}
+BACKENDS = {"cpu": "cpu", "cuda": "cpu,cuda", "npu": "cpu,npu"}
 
 
 @dataclass

@@ -87,6 +87,15 @@ PackageNeeds package_needs(const std::string& package) {
   if (device == metadata.end())
     throw std::runtime_error(package + ": no AOTI_DEVICE_KEY in the package metadata; not an AOTInductor package?");
   needs.device = device->second;
+  // A plugin's device (npu) exists in the process once its plugin is loaded; c10's own
+  // message would list torch's device types only.
+  try {
+    (void)c10::Device(needs.device);
+  } catch (const c10::Error&) {
+    throw std::runtime_error(package + ": the package runs on " + needs.device +
+                             ", a device no loaded plugin provides; load the plugin for it (--backends " + needs.device +
+                             ")");
+  }
 
   caffe2::serialize::PyTorchStreamReader reader(package);
   std::set<std::string> ops, classes;

@@ -11,7 +11,7 @@
 namespace backplane::cli {
 
 struct PackageNeeds {
-  std::string device;                // the package's AOTI_DEVICE_KEY: "cpu", "cuda"
+  std::string device;                // the package's AOTI_DEVICE_KEY: "cpu", "cuda", a plugin's "npu"
   std::vector<std::string> ops;      // backplane ops it calls, directly or through a class method
   std::vector<std::string> classes;  // custom classes it holds, fully qualified
 };
@@ -24,7 +24,8 @@ struct PackageNeeds {
 std::vector<std::string> check_entries(const std::string& package);
 
 // Reads the package's metadata and records. Throws std::runtime_error if it is not a
-// readable .pt2 package.
+// readable .pt2 package, or if its device is none this process has (a plugin's device,
+// npu, exists once its plugin is loaded): the message names the plugin to load.
 PackageNeeds package_needs(const std::string& package);
 
 // Empty when every op has a kernel for the package's device in this process and every

@@ -4,7 +4,8 @@ an input with the wrong layout.
     run = backplane.load_package("model.pt2")   # like torch._inductor.aoti_load_package
     y = run(x)                                  # x checked (and if need be copied) first
 
-Works for any .pt2, with or without Backplane ops (load the plugins it calls first). The
+Works for any .pt2, with or without Backplane ops, on cpu, cuda or a plugin's device such
+as npu (load the plugins it calls, and its device's, first). The
 rule per input is in `backplane.layouts`: other strides or alignment are copied into the
 compiled layout, anything else that differs is refused naming the input and both layouts.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -30,7 +32,8 @@ import torch.utils._pytree as pytree
 from . import layouts
 from .native_libstdcxx import StaticLibstdcxxError, check_package  # noqa: F401  (raised by load_package)
 
-__all__ = ["GuardedPackage", "add_layouts", "archive_prefix", "check_entries", "load_package", "read_layouts"]
+__all__ = ["GuardedPackage", "add_layouts", "archive_prefix", "check_device", "check_entries", "load_package",
+           "package_device", "read_layouts"]
 
 
 def check_entries(path: str | os.PathLike) -> list[str]:
@@ -80,6 +83,31 @@ def add_layouts(path: str | os.PathLike, ep: torch.export.ExportedProgram) -> li
     with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
         z.writestr(entry, layouts.format_layouts(recorded))
     return recorded
+
+
+def package_device(path: str | os.PathLike) -> str:
+    """The device the package was compiled for (its AOTI_DEVICE_KEY: "cpu", "cuda", "npu"),
+    read from the wrapper's metadata; "" when the package names none."""
+    names = check_entries(path)
+    with zipfile.ZipFile(path) as z:
+        for name in names:
+            if name.endswith("wrapper_metadata.json") and "/data/aotinductor/" in name:
+                return str(json.loads(z.read(name)).get("AOTI_DEVICE_KEY", ""))
+    return ""
+
+
+def check_device(path: str | os.PathLike) -> str:
+    """The package's device; raises RuntimeError, naming the plugin to load, when this
+    process has no such device (a device of a plugin, such as npu, exists once the plugin
+    is loaded; torch's own message would be "Unsupported device key found")."""
+    device = package_device(path)
+    if device:
+        try:
+            torch.device(device)
+        except RuntimeError:
+            raise RuntimeError(f"{path}: the package runs on {device}, a device this process does not have; load "
+                               f"the plugin that provides it first (backplane.load('{device}'))") from None
+    return device
 
 
 _TMPDIR_LOCK = threading.Lock()
@@ -152,12 +180,15 @@ def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **a
     was compiled for. Refuses, before anything is extracted, an archive with an entry that
     would land outside the extraction folder, and (unless allow_plugin_change) a package
     whose backplane ops another plugin serves here than when it was made
-    (package_plugins.py), and one whose model library links libstdc++ statically
-    (StaticLibstdcxxError: loading it would crash the process). A load that fails leaves
-    none of the files it extracted behind."""
+    (package_plugins.py), one whose model library links libstdc++ statically
+    (StaticLibstdcxxError: loading it would crash the process), and one for a device this
+    process lacks (RuntimeError naming the plugin to load: a plugin's device, npu, also
+    brings the runner torch's loader needs for it). A load that fails leaves none of the
+    files it extracted behind."""
     from .package_plugins import check_plugins
 
     recorded = read_layouts(path)  # also checks the entries
+    check_device(path)
     # A model library with its own static libstdc++ crashes the process when it loads
     # (docs/aoti-findings.md): refused here, with the compiler to use, instead.
     check_package(path)
