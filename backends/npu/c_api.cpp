@@ -2,6 +2,7 @@
 // device APIs (torch.accelerator, torch.Stream, torch.Event) do not cover. Every
 // function that can fail returns 0 on success, else a driver error code or 1 with a
 // message (guarded below).
+#include "c_api.h"
 #include "launch.h"
 #include "npu_stream.h"
 
@@ -11,27 +12,8 @@
 #include <cstdio>
 #include <string>
 
-#define BACKPLANE_NPU_C_API extern "C" __attribute__((visibility("default")))
-
-// No exception may leave a C function (ctypes cannot catch it: the process ends).
-// Functions that can fail run through the plugin's own checks, so the messages match
-// C++ (an out-of-range index names the valid range); on failure the message is
-// written to `message` (size bytes) and 1 is returned.
 namespace {
-template <typename Fn>
-int guarded(char* message, size_t size, Fn&& fn) noexcept {
-  try {
-    fn();
-    return 0;
-  } catch (const c10::Error& e) {
-    std::snprintf(message, size, "%s", e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    std::snprintf(message, size, "%s", e.what());
-  } catch (...) {
-    std::snprintf(message, size, "backplane npu: unknown exception");
-  }
-  return 1;
-}
+using backplane::npu::guarded;
 
 // An index from Python, checked before it narrows to c10's 8-bit DeviceIndex.
 c10::DeviceIndex device_index(int device) {

@@ -2,6 +2,7 @@
 // (python/backplane_npu/_random.py).
 #include "generator.h"
 
+#include "c_api.h"
 #include "npu_stream.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -90,25 +91,9 @@ at::Generator host_generator(const std::optional<at::Generator>& generator, c10:
 
 // --- C functions for torch.npu (ctypes) ---------------------------------------------
 // As in c_api.cpp: 0 on success, else 1 with a message in `message` (size bytes); no
-// exception leaves a C function. A device below 0 is the current device.
-#define BACKPLANE_NPU_C_API extern "C" __attribute__((visibility("default")))
-
+// exception leaves a C function (c_api.h). A device below 0 is the current device.
 namespace {
-
-template <typename Fn>
-int guarded(char* message, size_t size, Fn&& fn) noexcept {
-  try {
-    fn();
-    return 0;
-  } catch (const c10::Error& e) {
-    std::snprintf(message, size, "%s", e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    std::snprintf(message, size, "%s", e.what());
-  } catch (...) {
-    std::snprintf(message, size, "backplane npu: unknown exception");
-  }
-  return 1;
-}
+using backplane::npu::guarded;
 
 // The default generator of `device`, the index checked before it narrows to c10's
 // 8-bit DeviceIndex.

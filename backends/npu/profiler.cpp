@@ -15,6 +15,7 @@
 // index, as torch's FunctionEvent.device_index requires).
 #include "profiler.h"
 
+#include "c_api.h"
 #include "npu_stream.h"
 
 #include <c10/util/ApproximateClock.h>
@@ -39,7 +40,6 @@
 #define BACKPLANE_NPU_KINETO 0  // a torch built without Kineto: device time is not available
 #endif
 
-#define BACKPLANE_NPU_C_API extern "C" __attribute__((visibility("default")))
 
 namespace backplane::npu::profiler {
 

@@ -14,6 +14,20 @@ def op_names():
     return [op.name for op in backplane.ops()]
 
 
+def why_cuda_unavailable() -> str:
+    """Why the CUDA tests cannot run in this process (no GPU, or the cuda plugin did not
+    load), or "" where they can; loads the plugin."""
+    import backplane
+
+    if not torch.cuda.is_available():
+        return "no CUDA device in this process (torch.cuda.is_available() is False)"
+    try:
+        backplane.load("cuda")
+    except backplane.BackendError as e:
+        return f"the cuda plugin did not load: {e}"
+    return ""
+
+
 def require_kernel(op_name, *backends):
     """Skips the test, saying why, where a loaded backend does not implement the op (a
     partial backend is normal: an op may be in the registry before any kernel)."""

@@ -13,23 +13,13 @@ import pytest
 import torch
 
 import backplane
-from samples import op_names, require_kernel, results, samples
+from samples import op_names, require_kernel, results, samples, why_cuda_unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = [torch.bfloat16, torch.float16]
 
 
-def _cuda_missing():
-    if not torch.cuda.is_available():
-        return "no CUDA device in this process (torch.cuda.is_available() is False)"
-    try:
-        backplane.load("cuda")
-    except backplane.BackendError as e:
-        return f"the cuda plugin did not load: {e}"
-    return ""
-
-
-_why_no_cuda = _cuda_missing()
+_why_no_cuda = why_cuda_unavailable()
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(bool(_why_no_cuda), reason=_why_no_cuda))]
 
 

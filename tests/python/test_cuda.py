@@ -7,20 +7,10 @@ import pytest
 import torch
 
 import backplane
-from samples import DTYPES, block, require_kernel, results, samples, twin_call
+from samples import DTYPES, block, require_kernel, results, samples, twin_call, why_cuda_unavailable
 
 
-def _cuda_ready():
-    if not torch.cuda.is_available():
-        return "no CUDA device in this process (torch.cuda.is_available() is False)"
-    try:
-        backplane.load("cuda")
-    except backplane.BackendError as e:
-        return f"the cuda plugin did not load: {e}"
-    return ""
-
-
-_why_not = _cuda_ready()
+_why_not = why_cuda_unavailable()
 pytestmark = pytest.mark.skipif(bool(_why_not), reason=_why_not)
 
 
