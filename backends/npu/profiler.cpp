@@ -62,6 +62,7 @@ struct Kernel {
 struct Recorded {
   std::mutex mutex;
   std::vector<Kernel> kernels;
+  int64_t since_ns = 0;  // when the session started: a kernel that began before is left out
 };
 Recorded& recorded() {
   static auto* r = new Recorded();
@@ -82,13 +83,14 @@ thread_local std::vector<OpenOp> t_open_ops;
 void start_recording() {
   std::lock_guard<std::mutex> lock(recorded().mutex);
   recorded().kernels.clear();
+  recorded().since_ns = now_ns();
   detail::g_recording.store(true, std::memory_order_relaxed);
 }
 
 std::vector<Kernel> stop_recording() {
   detail::g_recording.store(false, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(recorded().mutex);
-  return std::exchange(recorded().kernels, {});  // a kernel still running adds to the next list, cleared at start
+  return std::exchange(recorded().kernels, {});  // a kernel still running is left out of the next (since_ns)
 }
 
 }  // namespace
@@ -102,8 +104,9 @@ int64_t now_ns() { return c10::getTime(); }
 
 void record_kernel(const std::string& name, c10::DeviceIndex device, c10::StreamId stream, uint64_t op,
                    int64_t start_ns, int64_t end_ns) {
-  g_kernels_recorded.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(recorded().mutex);
+  if (start_ns < recorded().since_ns) return;  // queued and begun in an earlier session
+  g_kernels_recorded.fetch_add(1, std::memory_order_relaxed);
   recorded().kernels.push_back(Kernel{name, device, stream, op, start_ns, end_ns});
 }
 
@@ -250,12 +253,14 @@ class KernelSession : public libkineto::IActivityProfilerSession {
 
   // Kineto 2.11's ResourceInfo has a constructor (deviceId, id, sortIndex, name); later
   // ones are aggregates in member order (id, sortIndex, deviceId, name). The same braces
-  // would compile for both and swap the fields for one.
-  static libkineto::ResourceInfo resource_info(int64_t device, int64_t stream, const std::string& name) {
-    if constexpr (std::is_aggregate_v<libkineto::ResourceInfo>) {
-      return libkineto::ResourceInfo{stream, stream, device, name};
+  // would compile for both and swap the fields for one. A template, so that the branch
+  // not taken is never instantiated (clang checks it otherwise).
+  template <typename Info = libkineto::ResourceInfo>
+  static Info resource_info(int64_t device, int64_t stream, const std::string& name) {
+    if constexpr (std::is_aggregate_v<Info>) {
+      return Info{stream, stream, device, name};
     } else {
-      return libkineto::ResourceInfo(device, stream, stream, name);
+      return Info(device, stream, stream, name);
     }
   }
 

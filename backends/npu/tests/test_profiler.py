@@ -5,6 +5,7 @@ Chrome trace. `backplane new-backend NAME --dispatch-key PrivateUse1` copies thi
 the device renamed.
 Run: python -m pytest tests (the plugin on BACKPLANE_PLUGIN_PATH or installed)."""
 import json
+import time
 
 import pytest
 import torch
@@ -144,6 +145,22 @@ def test_each_profile_sees_only_its_own_kernels():
     second = _profile(lambda: a.new_empty(4).fill_(1.0))
     assert [k.name for k in _kernels(first)] == ["aten::mm"]
     assert [k.name for k in _kernels(second)] == ["aten::fill_"]
+
+
+@pytest.mark.skipif(torch.npu.device_count() < 2, reason="needs two devices")
+def test_a_kernel_begun_in_one_profile_is_in_no_later_one():
+    # A profile waits for the current device only: a long product on npu:1, begun in the
+    # first profile, is still running when the second starts. It is not the second's.
+    big = torch.randn(2000, 2000).to("npu:1")
+    torch.npu.synchronize(1)
+
+    def begin_a_long_product():
+        torch.mm(big, big)
+        time.sleep(0.05)  # the idle stream's worker starts it at once; a product takes longer
+
+    _profile(begin_a_long_product)
+    second = _profile(lambda: torch.npu.synchronize(1))
+    assert [k.name for k in _kernels(second)] == []
 
 
 def test_legacy_profiler_times_ops_with_device_events():
