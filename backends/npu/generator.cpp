@@ -99,9 +99,9 @@ using backplane::npu::guarded;
 // 8-bit DeviceIndex.
 at::Generator default_of(int device) {
   using backplane::npu::device_count;
-  TORCH_CHECK(device < device_count(), "backplane npu: device index ", device, " out of range; expected 0 <= index < ",
-              int(device_count()));
-  return backplane::npu::default_generator(static_cast<c10::DeviceIndex>(device < 0 ? -1 : device));
+  TORCH_CHECK(device >= -1 && device < device_count(), "backplane npu: device index ", device,
+              " out of range; expected 0 <= index < ", int(device_count()), " (or -1: the current device)");
+  return backplane::npu::default_generator(static_cast<c10::DeviceIndex>(device));
 }
 
 size_t state_bytes() {

@@ -207,6 +207,8 @@ def test_errors():
         torch.randn(3, device="npu", generator=torch.Generator())
     with pytest.raises(RuntimeError, match="out of range"):
         torch.npu.get_rng_state(torch.npu.device_count() + 3)
+    with pytest.raises(RuntimeError, match=r"device index -3 out of range.*\(or -1: the current device\)"):
+        torch.npu.get_rng_state(-3)  # not the current device's state, silently
     with pytest.raises(RuntimeError, match="out of range"):
         torch.Generator(device=f"npu:{torch.npu.device_count() + 3}")
     with pytest.raises(ValueError, match="expected an npu device, got cpu"):
