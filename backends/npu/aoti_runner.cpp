@@ -23,6 +23,8 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/inductor/aoti_runner/model_container_runner.h>
 
+#include <dlfcn.h>
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -66,11 +68,22 @@ class Runner : public torch::inductor::AOTIModelContainerRunner {
          bool run_single_threaded)
       : AOTIModelContainerRunner(so_path, num_models, with_index(device_str), bin_dir, run_single_threaded),
         device_(with_index(device_str)) {
+    keep_loaded(so_path);
     bind();
     move_constants_to_device();
   }
 
  private:
+  // Kernels queued by a run may still be waiting on a stream when the runner (and the
+  // loader's handle on the model library) is gone: `backplane.load_package(p)(x)` drops
+  // both at once. The library stays mapped for the rest of the process, so a queued
+  // entry point never jumps into unmapped code.
+  static void keep_loaded(const std::string& so_path) {
+    void* pinned = dlopen(so_path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    TORCH_CHECK(pinned != nullptr, "backplane npu: could not pin the package's model library ", so_path, ": ",
+                dlerror());
+  }
+
   void bind() {
     void* symbol = nullptr;
     try {
