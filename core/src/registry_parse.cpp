@@ -175,6 +175,18 @@ class OpParser {
     if (op_.writes())
       fail(node, "op '" + op_.name + "': key 'autocast' does not apply to an op that writes an argument; under "
                      "autocast its other floating inputs take the written argument's dtype. Remove the key");
+    // The dtypes the rule casts to must be ones the op takes, or every call under
+    // autocast fails in the op contract: say so here, at load.
+    auto takes = [&](c10::ScalarType dtype) {
+      return std::find(op_.dtypes.begin(), op_.dtypes.end(), dtype) != op_.dtypes.end();
+    };
+    if (rule->second == AutocastRule::Fp32 && !takes(c10::kFloat))
+      fail(node, "op '" + op_.name + "': key 'autocast' is 'fp32', but its dtypes lack float32; expected float32 "
+                     "in dtypes, or another rule");
+    if (rule->second == AutocastRule::Lower && !(takes(c10::kHalf) && takes(c10::kBFloat16)))
+      fail(node, "op '" + op_.name + "': key 'autocast' is 'lower' (the autocast dtype: float16 or bfloat16), but "
+                     "its dtypes lack " + (takes(c10::kHalf) ? "bfloat16" : "float16") +
+                     "; expected both in dtypes, or another rule");
     op_.autocast = rule->second;
   }
 

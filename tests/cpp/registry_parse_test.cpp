@@ -146,7 +146,8 @@ TEST(RegistryErrors, ReservedKey) {
 
 TEST(Registry, AutocastRules) {
   auto rule = [](const std::string& extra) {
-    return parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", extra), "test.yaml")
+    return parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32, float16, bfloat16]", "{same_as: x}", extra),
+                          "test.yaml")
         .ops()[0]
         .autocast;
   };
@@ -165,6 +166,14 @@ TEST(RegistryErrors, AutocastRuleIsOneOfThree) {
                "test.yaml:6:15", "op 'twice': key 'autocast' is 'fp16'; expected one of: fp32, lower, promote");
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    autocast: [fp32]\n"),
                "test.yaml:6:15", "op 'twice': key 'autocast' is a list; expected one of: fp32, lower, promote");
+}
+
+TEST(RegistryErrors, AutocastRuleNeedsTheDtypesItCastsTo) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float64]", "{same_as: x}", "    autocast: fp32\n"),
+               "test.yaml:6:15", "op 'twice': key 'autocast' is 'fp32', but its dtypes lack float32");
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32, float16]", "{same_as: x}", "    autocast: lower\n"),
+               "test.yaml:6:15", "op 'twice': key 'autocast' is 'lower' (the autocast dtype: float16 or bfloat16), "
+                                 "but its dtypes lack bfloat16");
 }
 
 TEST(RegistryErrors, AutocastDoesNotApplyToOpsThatWrite) {
