@@ -20,8 +20,9 @@ namespace backplane::npu {
 // trampoline Inductor's kernel source gets appended, backplane_npu/_inductor.py).
 using HostKernelEntry = void (*)(void* const* tensors, const int64_t* ints, const double* floats);
 
-// Queues entry on the current stream of the tensors' device (all on one npu device;
-// with none, the current device). The tensors stay alive until it has run.
+// Queues entry on the current stream of the tensors' device (all on one npu device, 0-dim
+// CPU scalars aside); runs it at once where every tensor is on the CPU. The memory the
+// tensors had at the call stays alive until it has run, and is what it reads and writes.
 void launch_host_kernel(HostKernelEntry entry, const std::string& name, std::vector<at::Tensor> tensors,
                         std::vector<int64_t> ints, std::vector<double> floats);
 

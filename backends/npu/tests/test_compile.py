@@ -122,7 +122,8 @@ def test_compiled_code_queues_on_the_current_stream():
         return x.cos() + x
 
     compiled = torch.compile(f)
-    x = torch.randn(128).to(DEVICE)
+    a = torch.randn(128)
+    x = a.to(DEVICE)
     compiled(x)
     DEV.synchronize()
     side = DEV.Stream()
@@ -130,10 +131,54 @@ def test_compiled_code_queues_on_the_current_stream():
     try:
         with DEV.stream(side):
             y = compiled(x)
-            assert _run_bounded(side.synchronize), "compiled code went to the default stream, not the current one"
+        result = {}
+
+        def copy_on_side_stream():  # the current stream is per thread: set it on this one
+            with DEV.stream(side):
+                result["y"] = y.cpu()
+
+        # Copied on the side stream: after the compiled kernel only if it went there too.
+        assert _run_bounded(copy_on_side_stream), "the copy waited for the held stream"
+        torch.testing.assert_close(result["y"], f(a))
     finally:
         hold.release()
-    torch.testing.assert_close(y.cpu(), f(x.cpu()))
+
+
+def test_a_kernel_reads_the_buffers_its_inputs_had_at_the_call():
+    # x gets another storage after the compiled call is queued and before it runs: the
+    # queued kernel still reads the one x had at the call.
+    def f(x):
+        return x * 3 + 1
+
+    compiled = torch.compile(f)
+    a = torch.rand(40)
+    compiled(a.to(DEVICE))
+    x = a.to(DEVICE)
+    DEV.synchronize()
+    hold = DEV._hold_stream()
+    try:
+        result = {}
+        assert _run_bounded(lambda: result.setdefault("y", compiled(x)))
+        x.set_(torch.zeros(40, device=DEVICE))
+    finally:
+        hold.release()
+    torch.testing.assert_close(result["y"].cpu(), f(a))
+
+
+@pytest.mark.parametrize("order", ["scalar_first", "tensor_first"])
+def test_cpu_scalars_and_cpu_work_in_a_compiled_graph(order):
+    # A 0-dim CPU tensor beside a device tensor (an optimizer's step count): the device
+    # wins, as a GPU does, whichever comes first; CPU work in the same graph stays on the
+    # CPU.
+    def f(s, x):
+        y = s * x if order == "scalar_first" else x * s
+        return y + 1, torch.arange(3.0) * s
+
+    s, x = torch.tensor(2.5), torch.randn(33)
+    got, cpu_part = torch.compile(f)(s, x.to(DEVICE))
+    assert got.device.type == DEVICE and cpu_part.device.type == "cpu"
+    torch.testing.assert_close(got.cpu(), x * 2.5 + 1)
+    torch.testing.assert_close(cpu_part, torch.arange(3.0) * 2.5)
 
 
 @pytest.mark.skipif(DEV.device_count() < 2, reason="needs two devices (BACKPLANE_NPU_DEVICE_COUNT >= 2)")
@@ -147,8 +192,11 @@ def test_compiled_code_runs_on_the_inputs_device():
 
 def test_host_kernel_launch_refuses_tensors_off_the_device():
     launch = getattr(torch.ops, f"{DEVICE}_host").launch
-    with pytest.raises(RuntimeError, match=r"expected every tensor argument on one .* device"):
-        launch(1, [torch.zeros(2)], [], [], "cpp_fused_x")
+    # (entry 1 is never called: every launch below is refused first)
+    with pytest.raises(RuntimeError, match=r"got a tensor on meta; expected its tensors on one .* device"):
+        launch(1, [torch.zeros(2, device="meta")], [], [], "cpp_fused_x")
+    with pytest.raises(RuntimeError, match=r"and on the CPU; expected them on one .* device \(0-dim CPU scalars"):
+        launch(1, [torch.zeros(2, device=DEVICE), torch.zeros(2)], [], [], "cpp_fused_x")
     with pytest.raises(RuntimeError, match="null entry point"):
         launch(0, [torch.zeros(2, device=DEVICE)], [], [], "cpp_fused_x")
     if DEV.device_count() >= 2:
@@ -222,11 +270,13 @@ def test_random_ops_in_compiled_code_follow_the_device_generator():
 
     compiled = torch.compile(f)
     x = torch.ones(64, 16, device=DEVICE)
-    torch.manual_seed(7)
-    first = compiled(x).cpu()
-    torch.manual_seed(7)
+    DEV.manual_seed(7)
+    torch.default_generator.manual_seed(1)  # the CPU's generator differs between the calls:
+    first = compiled(x).cpu()               # the draws must come from the device's
+    DEV.manual_seed(7)
+    torch.default_generator.manual_seed(2)
     again = compiled(x).cpu()
-    torch.manual_seed(8)
+    DEV.manual_seed(8)
     other = compiled(x).cpu()
     assert torch.equal(first, again)
     assert not torch.equal(first, other)

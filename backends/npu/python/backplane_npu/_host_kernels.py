@@ -101,12 +101,21 @@ def _kernel_code_cache():
     slower than the CPU's)."""
     global _code_cache
     if _code_cache is None:
+        from torch._inductor import utils
         from torch._inductor.codecache import CppCodeCache, CppPythonBindingsCodeCache
 
+        # (named clear_on_fresh_inductor_cache before torch 2.14, which keeps that alias)
+        on_fresh_cache = getattr(utils, "clear_on_fresh_cache", None) or utils.clear_on_fresh_inductor_cache
+
+        @on_fresh_cache  # fresh_inductor_cache() empties this one too
         class HostKernelCodeCache(CppCodeCache):
             cache: dict = {}
             cpp_compile_command_flags = dict(CppPythonBindingsCodeCache.cpp_compile_command_flags)
             _get_uncompiled_header = CppPythonBindingsCodeCache._get_uncompiled_header
+
+            @classmethod
+            def cache_clear(cls) -> None:
+                cls.cache.clear()
 
         _code_cache = HostKernelCodeCache
     return _code_cache

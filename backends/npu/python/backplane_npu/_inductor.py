@@ -7,66 +7,40 @@ What Inductor needs from a device, and what this gives it:
 - a wrapper code generator: Inductor's Python wrapper, with two changes. Kernels are
   compiled by _host_kernels.compile_kernel (a trampoline the device can call without
   Python), and each kernel call is *queued on the current stream* of the device, like
-  an eager kernel. That is the ordering rule: generated code never synchronizes; it is
+  an eager kernel. That is the ordering rule: generated code does not synchronize; it is
   ordered with work queued before it (it cannot read a buffer an earlier kernel is
   still writing) and after it (later work cannot overtake it) by the stream alone.
   Extern calls (aten ops without a fused form, Backplane ops) go through the dispatcher
-  to the device's kernels, which queue on the same stream.
+  to the device's kernels, which queue on the same stream; one the device has no kernel
+  for takes the CPU fallback, which waits for the stream as in eager mode.
 - device op overrides: how generated code names the device's guard and synchronize.
 - a Dynamo device interface: streams, events, synchronize, device count, current device.
 
-Registration waits for Inductor and Dynamo to be imported (a post-import hook), so
-loading the plugin costs nothing for programs that never compile. AOTInductor's C++
-wrapper for the device is _aoti.NpuCppWrapperCodegen.
+Registration waits for Inductor and Dynamo to be imported (_import_hooks.py), so
+loading the plugin costs nothing for programs that never compile; so do the few
+answers of Inductor's adjusted for a device that generates C++ (_inductor_patches.py).
+AOTInductor's C++ wrapper for the device is _aoti.NpuCppWrapperCodegen.
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib.abc
-import importlib.util
 import os
 import sys
 
 import torch
 
+from ._import_hooks import when_imported
+from ._inductor_patches import treat_as_cpp
+
 _DEVICE = __package__.removeprefix("backplane_")  # the device type: this package is backplane_<device>
+_plugin_files: list[str] = []  # the plugin library: its launch contract is part of the cache key
 
 
 def on_load(lib) -> None:
-    _when_imported("torch._inductor.codegen.common", _register_inductor)
-    _when_imported("torch._dynamo.device_interface", _register_dynamo)
-
-
-# --- registration after import --------------------------------------------------------
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs fn(module) once the module `name` has executed, if it is imported later."""
-
-    def __init__(self, name: str, fn):
-        self.name, self.fn = name, fn
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        execute, fn = spec.loader.exec_module, self.fn
-
-        def exec_module(module):
-            execute(module)
-            fn(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-def _when_imported(name: str, fn) -> None:
-    module = sys.modules.get(name)
-    if module is not None:
-        fn(module)
-    else:
-        sys.meta_path.insert(0, _AfterImport(name, fn))
+    _plugin_files.append(lib._name)
+    when_imported("torch._inductor.codegen.common", _register_inductor)
+    when_imported("torch._dynamo.device_interface", _register_dynamo)
+    treat_as_cpp(_DEVICE)
 
 
 def _register_inductor(common) -> None:
@@ -79,13 +53,14 @@ def _register_inductor(common) -> None:
 
 def _codegen_version():
     """A graph pass that changes nothing, there for its uuid: Inductor keys its FX graph
-    cache by the custom passes' uuids, and this one hashes the device's code generation,
-    so a cache written by another version of it is never reused (it would call
-    functions this version may not have)."""
+    cache by the custom passes' uuids, and this one hashes the device's code generation
+    and the plugin library (which serves the generated code's launches), so a cache
+    written by another version of either is never reused."""
     from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
     here = os.path.dirname(__file__)
     files = tuple(os.path.join(here, name) for name in sorted(os.listdir(here)) if name.endswith(".py"))
+    files += tuple(_plugin_files)
 
     class CodegenVersion(CustomGraphModulePass):
         def __call__(self, gm) -> None:
@@ -104,9 +79,6 @@ class _Scheduling:
     def __new__(cls, scheduler):
         from torch._inductor.codegen.cpp import CppScheduling
 
-        from ._inductor_patches import treat_as_cpp
-
-        treat_as_cpp(_DEVICE)
         return CppScheduling(scheduler)
 
 
