@@ -2,14 +2,14 @@
 # those processes share. Needs $python (the interpreter setup chose) and $BUILD.
 
 # Inductor trusts the CPU's vector-ISA flags instead of proving each with a compiled
-# probe loaded in a fresh Python (torch 2.11 on the GPU machine: 32 s a process; a first
-# torch.compile there took 61 s, 1.3 s with this). Some ISAs (AVX512 with bf16, VNNI, AMX)
-# are still probed.
+# probe loaded in a fresh Python: each probe pays a torch import, which dominated a first
+# torch.compile on the GPU machine. Some ISAs (AVX512 with bf16, VNNI, AMX) are still
+# probed.
 export TORCHINDUCTOR_VEC_ISA_OK=${TORCHINDUCTOR_VEC_ISA_OK:-1}
 
 # Where Python writes no bytecode for torch (PYTHONDONTWRITEBYTECODE=1 on the GPU machine,
 # or a read-only torch), every new process compiles torch's modules from source again:
-# about 18 s of an AOTInductor compile there, and as much in each child process the
+# most of an AOTInductor compile there, and as much in each child process the
 # tests start (an Inductor ISA probe, a package loaded in a child). These processes then
 # keep their bytecode in the build folder, and only there: nothing is written beside
 # torch's sources. Left alone where torch's bytecode is already there.

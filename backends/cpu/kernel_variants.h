@@ -11,8 +11,8 @@
 // its AVX2 build unless its file opts in with BACKPLANE_CPU_KERNEL_AVX512 (or
 // BACKPLANE_CPU_WRITING_KERNEL_AVX512), as ALSO_REGISTER_AVX512_DISPATCH does for aten's
 // softmax. A memory-bound loop gains nothing from 512-bit vectors and can lose clock
-// speed: float32 add at 1M elements took 97 µs in its AVX512 build against 74 µs in its
-// AVX2 build on the 2-core VM, where torch.add (aten's AVX2 build) took 77 µs.
+// speed (float32 add ran slower in its AVX512 build than in its AVX2 build: see
+// bench/results/).
 // BACKPLANE_CPU_CAPABILITY (capability.h) makes every kernel use one instruction set.
 #pragma once
 

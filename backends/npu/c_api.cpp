@@ -1,7 +1,7 @@
-// A small C interface for python/backplane/npu.py (ctypes): what torch's generic
-// device APIs (torch.accelerator, torch.Stream, torch.Event) do not cover. Every
-// function that can fail returns 0 on success, else a driver error code or 1 with a
-// message (guarded below).
+// A small C interface for the backplane_npu package (python/backplane_npu/, through
+// ctypes): what torch's generic device APIs (torch.accelerator, torch.Stream,
+// torch.Event) do not cover. Every function that can fail returns 0 on success, else a
+// driver error code or 1 with a message (guarded below).
 #include "c_api.h"
 #include "launch.h"
 #include "npu_stream.h"

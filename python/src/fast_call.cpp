@@ -1,6 +1,6 @@
 // backplane._fast_call: calls a registry op from Python for what a generated aten binding
 // (torch.add) costs, instead of torch.ops' generic path (pybind11 conversion of every
-// argument against the schema: about 1 µs more a call on a 2-core VM).
+// argument against the schema, which costs more than the call; bench/results/).
 //
 // A FastCall object is made once per op from its schema. Called, it converts the
 // arguments it can convert exactly (tensors, Python float/int/bool, lists of ints) and

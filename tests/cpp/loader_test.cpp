@@ -88,7 +88,7 @@ class TempDir {
   }
   // Not fs::remove_all: torch 2.11's libtorch.so exports its own std::filesystem::remove_all,
   // which the dynamic linker binds this call to, and on the GPU machine it jumped to a null
-  // address (seen 2026-11-22, torch 2.11.0+cu130). nftw is plain libc.
+  // address (torch 2.11.0+cu130). nftw is plain libc.
   ~TempDir() {
     nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
          FTW_DEPTH | FTW_PHYS);

@@ -93,8 +93,8 @@ TEST_F(NpuDevice, FallbackRunsAndBlocklistRefuses) {
   EXPECT_THROW(at::conv2d(image, filter), c10::NotImplementedError);
 }
 
-// Matrix products run on the device (aten/matmul.cpp), with PyTorch's size checks at the
-// call and the values of the CPU's.
+// Matrix products run on the device (backends/npu/aten/matmul.cpp), with PyTorch's size
+// checks at the call and the values of the CPU's.
 TEST_F(NpuDevice, MatrixProductsRunOnTheDevice) {
   const at::Tensor a = at::randn({5, 7}), b = at::randn({7, 3}), bias = at::randn({3});
   const at::Tensor a3 = at::randn({2, 5, 7}), b3 = at::randn({2, 7, 3});

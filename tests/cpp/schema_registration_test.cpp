@@ -31,7 +31,7 @@ TEST(Schemas, EveryRegistryOpIsRegisteredWithItsSchema) {
 }
 
 TEST(Schemas, BackwardThroughAnOpWithoutDerivativeIsAnErrorNamingIt) {
-  // From libtorch alone, no Python: the core's Autograd kernel (autograd_kernel.cpp).
+  // From libtorch alone, no Python: the core's Autograd kernel.
   // Meta tensors carry autograd like any other, so no plugin is needed.
   at::Tensor img = meta({2, 8}).requires_grad_();
   at::Tensor out = handle("crop").typed<at::Tensor(const at::Tensor&, at::IntArrayRef)>().call(img, {0, 0, 1, 2});

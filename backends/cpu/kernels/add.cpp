@@ -32,7 +32,6 @@ void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Sc
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-// AVX2 build on an AVX512 processor too, as aten's add (kernel_variants.h): float32 1M
-// elements 74 µs against 97 µs in the AVX512 build (2-core VM), where torch.add, in its
-// AVX2 build, took 77 µs.
+// AVX2 build on an AVX512 processor too, as aten's add (kernel_variants.h): memory-bound, so
+// the AVX512 build ran slower (see bench/results/).
 BACKPLANE_CPU_KERNEL(add, add)

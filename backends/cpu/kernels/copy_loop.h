@@ -19,7 +19,7 @@ inline void copy_loop(at::TensorIteratorBase& iter) {
 }
 
 // Contiguous to contiguous: memcpy in parallel chunks (libc's copy is faster than a
-// vector loop: measured in bench/RESULTS.md).
+// vector loop: see bench/results/).
 inline void copy_contiguous(void* dst, const void* src, int64_t bytes) {
   constexpr int64_t kGrain = 256 * 1024;  // bytes per task
   at::parallel_for(0, bytes, kGrain, [&](int64_t begin, int64_t end) {

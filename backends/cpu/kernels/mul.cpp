@@ -31,6 +31,6 @@ void mul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-// AVX2 build on an AVX512 processor too, as aten's mul (kernel_variants.h): float32 1M
-// elements 73 µs against 91 µs in the AVX512 build (2-core VM).
+// AVX2 build on an AVX512 processor too, as aten's mul (kernel_variants.h): memory-bound, so
+// the AVX512 build ran slower (see bench/results/).
 BACKPLANE_CPU_KERNEL(mul, mul)

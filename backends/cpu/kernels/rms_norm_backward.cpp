@@ -7,8 +7,8 @@
 // float sum of 4096 squares is off by about 1e-6 relative, and dweight adds a term per
 // row. At 8192x4096 float32, float sums (dweight in chunks of 256 rows) missed the float64
 // reference by up to 1.7e-4, beyond the registry's float32 tolerance where |dweight| < 0.7
-// (backplane bench caught it); double sums by 6e-6. Cost: float32 decode_32x8192 202 ->
-// 242 us on the 2-core VM. Rows are split into chunks of at most kChunkRows, at least one
+// (backplane bench caught it); double sums by 6e-6, at some cost in speed (see
+// bench/results/). Rows are split into chunks of at most kChunkRows, at least one
 // per thread; each chunk sums its dweight in its own row of doubles, and aten's sum adds
 // the chunks (pairwise) in a fixed order, so results do not depend on timing. Rows of x
 // and grad may have any leading strides (RowIndexer); a row that is not unit-stride is
@@ -88,7 +88,6 @@ void rms_norm_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& gr
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-// AVX512 build on an AVX512 processor (kernel_variants.h): float32 decode_32x8192 146 µs against
-// 157 µs in the AVX2 build, bfloat16 184 against 222 (2-core VM, before the sums moved to
-// double).
+// AVX512 build on an AVX512 processor (kernel_variants.h): faster than the AVX2 build in float32
+// and bfloat16, as measured before the sums moved to double (see bench/results/).
 BACKPLANE_CPU_KERNEL_AVX512(rms_norm_backward, rms_norm_backward)

@@ -108,6 +108,6 @@ void silu_mul_backward(at::Tensor& dgate, at::Tensor& dup, const at::Tensor& gra
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-// AVX512 build on an AVX512 processor (kernel_variants.h): float32 1M elements 321 µs against 565
-// µs in the AVX2 build, bfloat16 471 against 788 (2-core VM).
+// AVX512 build on an AVX512 processor (kernel_variants.h): compute-bound (an exp per element),
+// so it runs faster than the AVX2 build in float32 and bfloat16 (see bench/results/).
 BACKPLANE_CPU_KERNEL_AVX512(silu_mul_backward, silu_mul_backward)

@@ -36,8 +36,8 @@ acc_t exp_and_sum(const acc_t* in, acc_t* out, int64_t n, acc_t max) {
   return sum;
 }
 
-// Three passes over a row, as aten's: max, exp with its sum, scale. (A copy, a separate sum
-// pass, then the scale made five: 0.66-0.85x aten at 4096x4096 and 32x32000 float32.)
+// Three passes over a row, as aten's: max, exp with its sum, scale. (Five, with a copy and a
+// separate sum pass, ran well behind aten: see bench/results/.)
 template <typename acc_t>
 void softmax_row(const acc_t* in, acc_t* out, int64_t n) {
   using Vec = Vectorized<acc_t>;
@@ -75,6 +75,6 @@ void softmax(at::Tensor& out, const at::Tensor& x) {
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-// AVX512 build on an AVX512 processor (kernel_variants.h): float32 32x32000 275 µs against 412 µs
-// in the AVX2 build, bfloat16 341 against 489 (2-core VM).
+// AVX512 build on an AVX512 processor (kernel_variants.h): compute-bound (an exp per element),
+// so it runs faster than the AVX2 build in float32 and bfloat16 (see bench/results/).
 BACKPLANE_CPU_KERNEL_AVX512(softmax, softmax)

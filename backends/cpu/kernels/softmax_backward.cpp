@@ -58,6 +58,6 @@ void softmax_backward(at::Tensor& out, const at::Tensor& grad, const at::Tensor&
 
 }  // namespace backplane::cpu::CPU_CAPABILITY
 
-// AVX512 build on an AVX512 processor (kernel_variants.h): float32 32x32000 114 µs against 140 µs
-// in the AVX2 build, bfloat16 185 against 226 (2-core VM).
+// AVX512 build on an AVX512 processor (kernel_variants.h): faster than the AVX2 build in float32
+// and bfloat16 (see bench/results/).
 BACKPLANE_CPU_KERNEL_AVX512(softmax_backward, softmax_backward)

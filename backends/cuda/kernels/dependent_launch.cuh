@@ -10,20 +10,18 @@
 // begin_after_previous_grid(launch) is its first statement. That waits, then, where
 // launch_kernel() found the grid has few blocks (at most 8 a multiprocessor), lets the next
 // kernel launch (griddepcontrol.launch_dependents), whose blocks are scheduled and hold in
-// their own wait. A larger grid leaves the trigger to the exit of its blocks. Measured on an
-// H100 from CUDA graphs of 20 calls (bench/RESULTS.md, 2026-11-26), against the trigger in
-// every grid and in none:
-// - 1M bfloat16 elements (1024 blocks of 128 threads), rms_norm decode rows and softmax's
-//   32 rows gain 0.1-0.4 us from it: rms_norm 32x8192 2.80 us with it, 3.00 without;
-// - 1M float32 elements, dense (2048 one-vector blocks), lose 0.5 us to it (2.86 against
-//   2.37). A standalone probe paid that much there and 1.5 us at 4096 blocks, nothing at
-//   1024, with the launch attribute or without it: the instruction's own cost in a grid of
-//   many short blocks, not a matter of free slots. The rule is a heuristic on that: the
-//   float32 row broadcast (2048 blocks of the strided kernel) gained 0.14 us from the
-//   trigger, which it now goes without, and grids sized to the resident blocks (softmax's
-//   many rows, the backward kernels) were not timed both ways.
-// The choice is the host's, passed in: decided in the kernel from %nsmid and gridDim, it cost
-// 0.1 us at 1M elements, a flag read from the parameters 0.03.
+// their own wait. A larger grid leaves the trigger to the exit of its blocks. Against the
+// trigger in every grid and in none (from CUDA graphs; see bench/results/):
+// - small grids gain from it: 1M bfloat16 elements (1024 blocks of 128 threads), rms_norm
+//   decode rows, softmax's 32 rows;
+// - a grid of many short blocks loses to it: 1M float32 elements, dense (2048 one-vector
+//   blocks). That is the instruction's own cost, with the launch attribute or without it,
+//   not a matter of free slots.
+// The rule is a heuristic on that: the float32 row broadcast (2048 blocks of the strided
+// kernel) gained a little from the trigger, which it now goes without, and grids sized to
+// the resident blocks (softmax's many rows, the backward kernels) were not timed both ways.
+// The choice is the host's, passed in: a flag read from the parameters costs less than
+// deciding in the kernel from %nsmid and gridDim.
 //
 // On only where every architecture the plugin is compiled for has the instructions
 // (CMAKE_CUDA_ARCHITECTURES all 90 or above: BACKPLANE_CUDA_DEPENDENT_LAUNCH, set by
@@ -77,7 +75,7 @@ inline bool dependent_launch_enabled() {
 // Whether a grid has few enough blocks for the early trigger to pay: at most 8 a
 // multiprocessor (1M bfloat16 elements on an H100: 1024 blocks on 132; 1M float32 elements:
 // 2048). A heuristic (above): nothing but timing depends on it. The current device costs a
-// cudaGetDevice a launch, not measured apart.
+// cudaGetDevice a launch.
 inline bool few_blocks_for_early_trigger(dim3 grid) {
   constexpr int64_t kBlocksPerMultiprocessor = 8;
   const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;

@@ -9,11 +9,10 @@
 //   vector per operand a thread, 32-bit indices, the vector path first, threads past the
 //   last vector taking the scalar head (up to 16-byte alignment) and tail. Blocks of 128
 //   threads where the vectors fit the threads the device holds at once (1M float32
-//   elements on an H100; for 1M bfloat16 elements ncu counts the same instructions as
-//   aten's kernel, 241664, and the same duration), of 1024 threads past that (launch
-//   site says why). Larger inputs take vectorized_kernel: 64-bit indices, tiles of
-//   kUnroll x 256 vectors per operand (thread t takes vectors t, t + 256, ...:
-//   coalesced), one tile a block.
+//   elements on an H100; there it matches aten's kernel in instructions and duration
+//   under ncu), of 1024 threads past that (launch site says why). Larger inputs take
+//   vectorized_kernel: 64-bit indices, tiles of kUnroll x 256 vectors per operand
+//   (thread t takes vectors t, t + 256, ...: coalesced), one tile a block.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
 //   thread handles kItemsPerThread items in 256-thread blocks (single elements of 4 bytes
 //   or more: 2 in 512-thread blocks; one, in 128-thread blocks, where the items fit the
@@ -21,11 +20,11 @@
 //   from OffsetCalculator in 32-bit arithmetic when the layout fits, else 64-bit. A
 //   layout that merges to one dimension (a sliced x[:, ::2] of a contiguous base) and
 //   fits 32 bits takes LinearOffsets instead: offset = index * stride, no division and
-//   no loop over dimensions. For a 1M-element stride-2 bfloat16 add, ncu on an H100
-//   counts 802816 instructions so, against 1400832 in aten's elementwise_kernel<128, 4>.
-//   When the innermost dimension is unit-stride in every operand, a whole number of
-//   16-byte vectors long, and every other stride and every address 16-byte aligned
-//   (a row broadcast [T, H] + [H], an aligned crop), its elements are 16-byte vectors.
+//   no loop over dimensions (under ncu, well under the instructions of aten's
+//   elementwise_kernel<128, 4> for a stride-2 add). When the innermost dimension is
+//   unit-stride in every operand, a whole number of 16-byte vectors long, and every other
+//   stride and every address 16-byte aligned (a row broadcast [T, H] + [H], an aligned
+//   crop), its elements are 16-byte vectors.
 // The output may be the same memory as an input (in place, or sin_out's out = x):
 // each element is read and written by one thread, its read first.
 #pragma once
@@ -65,8 +64,8 @@ constexpr int kUnroll = 4;
 // Items a strided thread takes: kUnroll, or 2 where an item widens to more than 16 bytes
 // of opmath (16-byte vectors of float16 or bfloat16). With 4, nvcc converts every loaded
 // bfloat16 value to float up front: 80 registers (float16: 48), three resident blocks a
-// multiprocessor, and a bfloat16 row broadcast at 84% of copy_ on an H100 against
-// float16's 98%. With 2: 46 registers.
+// multiprocessor, and a bfloat16 row broadcast well behind float16's (see bench/results/).
+// With 2: 46 registers.
 template <typename scalar_t, int W>
 constexpr bool kWidens = W * sizeof(at::opmath_type<scalar_t>) > kVectorBytes;
 template <typename scalar_t, int W>
@@ -283,13 +282,12 @@ template <typename scalar_t, int W, int NOUT, int NIN, typename Func>
 void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedLayout<NOUT + NIN>& layout,
                     const OutPtrArray<scalar_t, NOUT>& out, const PtrArray<scalar_t, NIN>& in, Func f) {
   constexpr int N = NOUT + NIN;
-  // One tile per block, as the vectorized path: on an H100 a resident-blocks grid looping
-  // grid-stride left a sliced (stride 2) float32 add at 0.95x torch.add (bench/RESULTS.md).
+  // One tile per block, as the vectorized path: a resident-blocks grid looping grid-stride
+  // left a sliced (stride 2) float32 add behind torch.add (see bench/results/).
   // Single elements of 4 bytes or more take 512-thread blocks of 2 items a thread (the same
-  // 1024-item tile): a 64M-element stride-2 float32 add, from CUDA graphs on an H100
-  // beside torch.add (bench/probes/elementwise_tiles.py --sliced), read 0.997x as 256 x 4
-  // and 1.001x so (16M elements: 0.999x, 1.005x). 2-byte elements stay at 256 x 4 (1.12x
-  // there; 512 x 2 read 1.11x).
+  // 1024-item tile): on a large stride-2 float32 add (bench/probes/elementwise_tiles.py
+  // --sliced) that edges past 256 x 4 and reaches torch.add. 2-byte elements stay at
+  // 256 x 4, where 512 x 2 gained nothing.
   constexpr bool kWideScalars = W == 1 && sizeof(scalar_t) >= 4;
   constexpr int kThreads = kWideScalars ? 512 : kBlockThreads;
   constexpr int U = kWideScalars ? 2 : kItemsPerThread<scalar_t, W>;
@@ -303,16 +301,16 @@ void launch_strided(c10::DeviceIndex device, cudaStream_t stream, const StridedL
     if (n <= resident_threads(device)) {
       // At most one item per thread the device holds: one item a thread in 128-thread
       // blocks, as the vectorized path. A 1M-element row broadcast ([1024, 1024] + [1024],
-      // 16-byte items) otherwise ran 256 blocks, two a multiprocessor; this way, on an H100
-      // from CUDA graphs, 3.5 -> 3.2 us float32, 2.9 -> 2.7 bfloat16 (bench/RESULTS.md).
+      // 16-byte items) otherwise ran 256 blocks, two a multiprocessor, and was slower in
+      // float32 and bfloat16 (see bench/results/).
       launch_strided_tiles<scalar_t, W, NOUT, NIN, 128, 1>(stream, calc, n, out, in, f);
     } else {
       launch_strided_tiles<scalar_t, W, NOUT, NIN, kThreads, U>(stream, calc, n, out, in, f);
     }
   };
-  // One dimension: LinearOffsets. From CUDA graphs on an H100 (bench/RESULTS.md), a
-  // 1024x1024 stride-2 bfloat16 add took 3.78 us with OffsetCalculator, 3.30 so (aten
-  // 3.56). A vector layout has two dimensions at least (as_vectors): only W = 1 needs this.
+  // One dimension: LinearOffsets, which beats OffsetCalculator and aten on a stride-2 add
+  // (see bench/results/). A vector layout has two dimensions at least (as_vectors): only
+  // W = 1 needs this.
   if constexpr (W == 1) {
     if (layout.ndim == 1) {
       launch_32bit(LinearOffsets<N>(layout));
@@ -359,11 +357,10 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
       // last vector. Up to one vector per thread the device holds (1M float32 elements on
       // an H100), 128-thread blocks: about one wave. (A functor heavy in registers fits
       // fewer threads than that; it then takes a second, partial wave.) Past that,
-      // 1024-thread blocks: at 16M-64M elements on an H100, from CUDA graphs beside
-      // torch.add (bench/probes/elementwise_tiles.py, bench/RESULTS.md), the only shape
-      // of those tried (128-1024 threads x 1-8 vectors a thread, plain, read-only or
-      // streaming loads) at or above torch.add in every dtype: 64M bfloat16 1.002x,
-      // float32 1.008x, where this kernel's earlier 256 x 4 tiles read 0.994x and 1.000x.
+      // 1024-thread blocks: at 16M-64M elements (bench/probes/elementwise_tiles.py), the
+      // only shape of those tried (128-1024 threads x 1-8 vectors a thread, plain,
+      // read-only or streaming loads) at or above torch.add in every dtype (see
+      // bench/results/).
       const int64_t scalars = n - vectors * kVectorWidth<scalar_t>;
       auto launch_vector_per_thread = [&](auto threads) {
         constexpr int kThreads = decltype(threads)::value;
@@ -378,9 +375,9 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
         launch_vector_per_thread(std::integral_constant<int, kMaxBlockThreads>{});
     } else {
       // Past 2^31 - 1 elements, 64-bit indices: tiles of kBlockThreads x kUnroll vectors,
-      // one a block (the grid-stride loop only matters past 2^31 - 1 blocks). Measured on
-      // an H100 (bench/RESULTS.md): a grid of only the resident blocks, looping
-      // grid-stride, reached 93-95% of copy_ at 256 MiB-1 GiB; one tile per block 98-101%.
+      // one a block (the grid-stride loop only matters past 2^31 - 1 blocks): at 256 MiB
+      // to 1 GiB, a grid of only the resident blocks looping grid-stride fell short of
+      // copy_, where one tile per block kept up with it (see bench/results/).
       const int64_t grid = blocks_for(vectors, kBlockThreads * kUnroll, kMaxGridBlocks);
       launch_kernel(vectorized_kernel<scalar_t, NOUT, NIN, Func>, static_cast<unsigned>(grid), kBlockThreads, stream, f,
                     out_ptrs, in_ptrs, n, head);

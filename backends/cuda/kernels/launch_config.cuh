@@ -86,8 +86,8 @@ int64_t resident_row_blocks(c10::DeviceIndex device, int threads, int64_t rows) 
 
 // Whether rows are many enough (at least 4 a multiprocessor) that a block per row beats a
 // grid of the resident blocks looping over rows: the block scheduler then overlaps one
-// block's reductions with the next one's loads (softmax and its backward, measured on an
-// H100: bench/RESULTS.md).
+// block's reductions with the next one's loads (softmax and its backward; see
+// bench/results/).
 inline bool many_rows(int64_t rows, c10::DeviceIndex device) {
   constexpr int kManyRowsPerMultiprocessor = 4;
   return rows >= static_cast<int64_t>(kManyRowsPerMultiprocessor) * multiprocessor_count(device);

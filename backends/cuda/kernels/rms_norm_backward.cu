@@ -88,9 +88,9 @@ __global__ void __launch_bounds__(kMaxThreads) rows_kernel(LaunchControl launch,
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
   // With few vectors a thread, the next row's loads are issued before this row's barrier,
-  // so they are in flight while the block waits and stores (bfloat16 rows of 4096: 81% of
-  // copy_ without on an H100). With kMaxVecs the registers for a second row would cost
-  // occupancy, and those rows already reach 90%.
+  // so they are in flight while the block waits and stores (bfloat16 rows of 4096 fall
+  // well behind copy_ without it). With kMaxVecs the registers for a second row would cost
+  // occupancy, and those rows already come close to copy_ (see bench/results/).
   constexpr bool kPrefetch = kVecs <= 2;
   __shared__ acc_t scratch[2][2 * kMaxWarps];
   const int nvec = static_cast<int>(p.n / V);
@@ -273,8 +273,8 @@ void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad
                        weight.stride(0) == 1 && is_vector_aligned(weight.const_data_ptr()) &&
                        is_vector_aligned(dx.const_data_ptr()) && nvec <= kMaxThreads * kMaxVecs;
   // About 256 threads a row with up to kMaxVecs vectors each (more loads in flight per
-  // thread than one vector across 512 threads: bfloat16 rows of 4096 ran at 73% of copy_
-  // that way on an H100), up to 512 threads for the longest rows.
+  // thread than one vector across 512 threads, which left bfloat16 rows of 4096 far
+  // behind copy_; see bench/results/), up to 512 threads for the longest rows.
   if (!vectors) {
     const int threads = static_cast<int>(std::min<int64_t>(kMaxThreads, round_up_to_warps(n)));
     partial = launch_rows<strided_rows_kernel<scalar_t>>(p, threads, x, stream);

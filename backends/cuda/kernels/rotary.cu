@@ -8,9 +8,9 @@
 // and all six addresses are aligned (contiguous or head-sliced x with D/2 a multiple of
 // the vector width), an item is a 16-byte vector per operand.
 // As the strided elementwise kernel: a thread takes kUnroll (or 2) items, all their loads
-// issued before the first store, and a block takes one tile of them. On an H100 at
-// 4x32x2048x128 float32 this runs at 99% of copy_; a grid of resident blocks looping one
-// item at a time ran at 90%.
+// issued before the first store, and a block takes one tile of them: this keeps up with
+// copy_, where a grid of resident blocks looping one item at a time fell behind (see
+// bench/results/).
 #include "dependent_launch.cuh"
 #include "elementwise.cuh"
 
@@ -30,9 +30,9 @@ constexpr int kOperands = 4;  // out (first half), x (first half), cos, sin
 
 // Items a thread takes: kItemsPerThread (elementwise.cuh), 2 where an item widens past 16
 // bytes of opmath. With 4, nvcc converts every loaded value up front and needs 157
-// registers for bfloat16 (one block per multiprocessor: 66% of copy_ on an H100). Those
-// items also ask for 3 resident blocks (at most 85 registers): bfloat16 then spills 16
-// bytes and runs at 94% of copy_, against 87% at 92 registers and 2 blocks.
+// registers for bfloat16 (one block per multiprocessor, far behind copy_). Those items
+// also ask for 3 resident blocks (at most 85 registers): bfloat16 then spills 16 bytes
+// and still runs faster than at 92 registers and 2 blocks (see bench/results/).
 template <typename scalar_t, int W>
 constexpr int kMinBlocks = kWidens<scalar_t, W> ? 3 : 1;
 

@@ -43,9 +43,9 @@ constexpr int kMaxVecs = std::is_same_v<scalar_t, float> ? 8 : 4;
 // exp(v) in acc_t, for v = x - max <= 0. Outputs of float16 and bfloat16 keep 11 or 8
 // bits, so there it is the hardware's approximation (__expf: ex2.approx of v * log2(e), a
 // few float ulp; results below float's normal range flush to 0) at 2 instructions, not
-// expf's ten or so. Computed twice per element, it takes 2-byte rows of 4096 from 69% to
-// 76% of copy_ on an H100. float32 keeps the library's expf: __expf gained it 1% (91% ->
-// 92%), not worth its error against assert_close's float32 rtol. float64 keeps exp.
+// expf's ten or so; computed twice per element, that speeds up 2-byte rows markedly. float32
+// keeps the library's expf: __expf gained it little, not worth its error against
+// assert_close's float32 rtol (see bench/results/). float64 keeps exp.
 template <typename scalar_t, typename acc_t>
 __device__ __forceinline__ acc_t exp_of(acc_t v) {
   if constexpr (std::is_same_v<acc_t, double>)
@@ -77,9 +77,9 @@ __global__ void __launch_bounds__(kMaxThreads)
   using vec_t = Vec16<scalar_t>;
   constexpr int V = kVectorWidth<scalar_t>;
   // With few vectors a thread, the next row's loads are issued before this row's two
-  // barriers, so they are in flight while the block reduces and stores (rows of 4096 on an
-  // H100: 89% -> 91% of copy_ in float32, 67% -> 69% in bfloat16). More vectors would cost
-  // registers (occupancy) for the second row.
+  // barriers, so they are in flight while the block reduces and stores (faster rows of 4096
+  // in float32 and bfloat16; see bench/results/). More vectors would cost registers
+  // (occupancy) for the second row.
   constexpr bool kPrefetch = kVecs <= 2;
   __shared__ acc_t scratch[2][kMaxWarps];
   const int nvec = static_cast<int>(n / V);
@@ -175,12 +175,10 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
   const c10::DeviceIndex device = out.device().index();
   // Many rows (many_rows: at least 4 a multiprocessor) of up to 4 vectors a thread: a
   // block per row, 4 vectors a thread, and the block scheduler overlaps one
-  // block's reductions with the next one's loads. Measured on an H100 from CUDA graphs
-  // (bench/RESULTS.md), against the grid of resident blocks looping over rows with 2
-  // vectors a thread: 4096x4096 float32 51.0 -> 47.5 us, bfloat16 32.3 -> 26.1; 2048x8192
-  // float32 59.3 -> 48.4. Few rows instead take about 256 threads a row where that
-  // covers it, longer rows more threads (up to 1024) before more vectors per thread:
-  // 64x4096 bfloat16 took 2.86 us so and 3.42 with 4 vectors a thread.
+  // block's reductions with the next one's loads: faster than the grid of resident blocks
+  // looping over rows with 2 vectors a thread (see bench/results/). Few rows instead take
+  // about 256 threads a row where that covers it, longer rows more threads (up to 1024)
+  // before more vectors per thread, which ran slower.
   if (!vectors) {
     launch_kernel(three_pass_kernel<scalar_t>, static_cast<unsigned>(rows), kThreePassThreads, stream, x, y, n);
   } else if (nvec <= 256) {

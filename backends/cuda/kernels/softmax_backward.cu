@@ -11,8 +11,8 @@
 //   at least kSplitMinRow long): each row cut into chunks, a block per chunk. One kernel
 //   writes each chunk's partial dot product, a second sums a row's partials (in the same
 //   order in every block, so each row gets one dot) and writes the chunk. A block per row
-//   would leave most multiprocessors idle: 32 rows of 32000 float32 took 48.7 us on an
-//   H100 that way, two thirds of the time of 4096 rows of 4096 (72.5 us then).
+//   would leave most multiprocessors idle: 32 rows of 32000 float32 then took nearly as
+//   long as 4096 rows of 4096 (see bench/results/).
 // - two passes (anything else: longer rows, odd lengths, misaligned rows): one 256-thread
 //   block per row, the dot product, then the write; the second pass mostly reads from L2.
 // Non-contiguous grad or y is made contiguous first (one copy each).
@@ -73,9 +73,9 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
     const acc_t dot = block_sum<kMaxWarps>(local_dot, scratch[parity]);
     parity ^= 1;
-    // Rows of 32000 bfloat16 (4 vectors a thread) spilled 56 bytes a thread without this
-    // and took 6.1 us at 32 rows on an H100 (make bench), 4.5 with it. float16 did not
-    // spill; it read 4.1 us with it and without it (two calls), 3.8 without in make bench.
+    // Rows of 32000 bfloat16 (4 vectors a thread) spilled 56 bytes a thread without this,
+    // and ran slower. float16 did not spill, and timed about the same with it and without
+    // it (see bench/results/).
     if constexpr (sizeof(scalar_t) == 2) {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) {
@@ -203,9 +203,8 @@ void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Ten
   // About 256 threads a row where that covers it; longer rows take more threads (up to
   // 1024) before more vectors per thread. Many rows of more than 256 vectors take a block
   // per row, as softmax's forward, with the same vectors a thread (4 a thread made
-  // bfloat16 rows of 4096 1.5 times slower, 36 -> 55 us). Measured on an H100 from CUDA
-  // graphs (bench/RESULTS.md), against the grid of resident blocks looping over rows:
-  // 4096x4096 float32 71.2 -> 68.0 us, bfloat16 36.2 -> 35.3; 1024x16384 float32 74.1 -> 70.3.
+  // bfloat16 rows of 4096 much slower); that beats the grid of resident blocks looping over
+  // rows (see bench/results/).
   const bool one_block_per_row = many_rows(rows, device);
   if (!vectors && rows < multiprocessor_count(device) && n >= kSplitMinRow) {
     launch_split_rows<scalar_t>(grad, y, o, rows, n, out, stream);

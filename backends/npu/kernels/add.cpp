@@ -16,8 +16,8 @@ void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Sc
     // aten's CPU add of 16-bit types computes a + alpha * b with alpha rounded to that
     // type, so only alpha == 1 may take it: each element is then float(a) + float(b)
     // rounded once, what the float path computes, without its two float copies and the
-    // copy back (through them, bfloat16 add ran at 0.58x aten's op at 1M elements, 0.97x
-    // at 64M, on the 2-core VM: bench/RESULTS.md).
+    // copy back, which made bfloat16 add slower than aten's op, most at small sizes (see
+    // bench/results/).
     if (opmath == out.scalar_type() || alpha.equal(1))
       at::add_out(host_out, host_view(a), host_view(b), alpha);
     else

@@ -13,8 +13,8 @@ void mul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
     at::Tensor host_out = host_view(out);
     // aten's CPU mul of float16 or bfloat16 rounds float(a) * float(b) once, on its
     // vectorized and scalar paths alike: what a float copy of each input would give,
-    // without the copies (through them, bfloat16 mul ran at 0.83x aten's op at 1M
-    // elements, 0.80x at 64M, on the 2-core VM: bench/RESULTS.md).
+    // without the copies, which made bfloat16 mul markedly slower than aten's op (see
+    // bench/results/).
     at::mul_out(host_out, host_view(a), host_view(b));
   });
 }

@@ -61,7 +61,8 @@ std::vector<npuHold_t>& all_holds() {
 
 // At exit, let queued work finish before the process tears down the libraries it
 // calls into, releasing test holds so that it can; give up after 30 s rather than
-// hang. (Python drains earlier, in npu.py: a worker must not outlive the interpreter.)
+// hang. (Python drains earlier, in backplane_npu's _drain_at_exit: a worker must not
+// outlive the interpreter.)
 void drain_at_exit() {
   std::vector<npuStream_t> streams;
   {

@@ -116,8 +116,8 @@ def _drain_autograd_threads() -> None:
     # the caller's thread-local state, and torch.autograd's Python entry stashes a
     # contextvars.Context there, so that drop needs the GIL. Once finalization has begun,
     # taking it ends the thread mid-unwind and the process aborts ("terminate called
-    # without an active exception"; 2 of 3 runs of bench/host_cost.py --device npu, 1 in
-    # 6 of a 300-step loop). A backward queued behind it on each index waits for the drop.
+    # without an active exception"; often, at the exit of a program that ran backward on
+    # npu). A backward queued behind it on each index waits for the drop.
     # This backward enters the engine directly, so its own task stashes no Context and its
     # drop needs nothing from Python. It runs only where the threads exist already:
     # starting them now would have each take the GIL while Python finalizes.
