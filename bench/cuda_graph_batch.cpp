@@ -55,8 +55,8 @@ class CudaGraphBatch final : public RecordedBatch {
     // torch.cuda.graph does before a capture: a destroyed graph's pool is only marked
     // freeable, and the caching allocator frees such pools on an out-of-memory retry,
     // which it does not attempt while a capture is under way. Without this, a run of
-    // every preset held ~75 GiB of dead pools on an 80 GB H100 and its later captures
-    // failed out of memory.
+    // every preset fills the device with dead pools and its later captures fail out of
+    // memory.
     c10::cuda::CUDACachingAllocator::emptyCache();
     const c10::cuda::CUDAStreamGuard stream_guard(stream_);
     // Warmed up on the recording stream too, as torch.cuda.graph advises: state a library

@@ -3,8 +3,8 @@
 //   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [--cuda-graph]
 //                   [Google Benchmark flags]
 // Prints Google Benchmark's lines, then a table (table_reporter.h); with
-// --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench --compare`
-// and bench/report.py read.
+// --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench` reads
+// (--input, --compare; python/backplane/bench/results.py).
 #include "backend_selection.h"
 #include "bench_options.h"
 #include "call_overhead.h"

@@ -1,7 +1,7 @@
 // A batch of calls recorded once as a device graph and then replayed: the time of a
 // replay is the device's alone, without the host's cost of launching each call. Rows of
-// ops shorter than a launch (a 1M-element add on an H100 takes ~2 µs, the host ~4 µs to
-// queue it) otherwise time how fast the host queues them, not the kernel.
+// ops shorter than a launch (a 1M-element add on an H100, say) otherwise time how fast
+// the host queues them, not the kernel (bench/results/method.md).
 //
 // CUDA graphs only, from a module built beside the engine with the CUDA plugin
 // (cuda_graph_batch.cpp): the engine itself links no device runtime, and loads the module

@@ -33,9 +33,9 @@ drift of the device's speed falls on all of them alike.
 --cuda-graph replays each variant's step from a CUDA graph (captured after a warm-up on a
 side stream): one launch a step, so the time is the device's and not the host's. Without
 it a step is as slow as its Python and autograd calls where those take longer than the
-kernels (on the GPU machine, a forward+backward of torch.add on tiny tensors costs about
-100 us of host time). --graph-calls N puts N steps in each graph: a step of a few
-microseconds is then not timed with the gap between two graph launches.
+kernels (a forward+backward of torch.add on tiny tensors is host-bound). --graph-calls N
+puts N steps in each graph: a step of a few microseconds is then not timed with the gap
+between two graph launches.
 """
 from __future__ import annotations
 

@@ -98,9 +98,8 @@ void run_on_device(benchmark::State& state, c10::Device device, const Workload& 
     batch = std::clamp<int64_t>(wanted, 1, kMaxBatch);
   }
   // Each timed batch counts as `batch` iterations: Google Benchmark sizes the run from
-  // iterations x time per iteration, and counting a batch as one iteration of the
-  // per-call time made it run ~batch times longer than asked (12,000 batches of 1 ms
-  // for a 0.05 s minimum).
+  // iterations x time per iteration, so a batch counted as one iteration would make the
+  // run `batch` times longer than --min-time asks.
   if (cuda_graph_enabled() && device.is_cuda()) {
     // The same batch, recorded once and replayed: device time without the host's launches.
     const std::unique_ptr<RecordedBatch> recorded = record_cuda_graph(device, w.step, batch);

@@ -42,10 +42,10 @@ PY
   echo
 fi
 if [ -x "$bin/backplane_bench" ]; then
-  echo "== Benchmark (short run; see bench/RESULTS.md for full figures) =="
+  echo "== Benchmark (a short run; the full tables: bench/results/) =="
   json=$(mktemp)
   "$bin/backplane_bench" --benchmark_filter='1M_elements_float32|decode_32x8192' --benchmark_min_time=0.05 \
     --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
-  "$python" bench/report.py "$json"
+  PYTHONPATH=$PWD/python "$python" -m backplane bench --input "$json" --markdown
   rm -f "$json"
 fi

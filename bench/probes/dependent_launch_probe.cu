@@ -1,5 +1,5 @@
 // Standalone probe behind the early-trigger rule in backends/cuda/kernels/dependent_launch.cuh
-// (bench/RESULTS.md, 2026-11-26, thirteenth session). No torch, no Backplane: one
+// (its figures: bench/results/history/2026-11-26.md). No torch, no Backplane: one
 // elementwise add, one 16-byte vector a thread, launched 20 times into a CUDA graph, in
 // variants of the dependent-launch instructions (griddepcontrol.wait / launch_dependents)
 // and of the launch attribute; median µs a call over 15 rounds of 200 graph replays.

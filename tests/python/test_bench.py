@@ -481,3 +481,18 @@ def test_outputs_that_cannot_be_written_are_errors(tmp_path, capsys):
     assert done.returncode == 2, done.stderr[-2000:]
     # The reason is errno's where the C library keeps it ("No space left on device").
     assert "--benchmark_out: writing /dev/full failed: " in done.stderr
+
+
+def test_markdown_reports_the_per_call_host_cost():
+    # call_overhead_<op>/<backend>/<impl>/1 rows (timed when no --ops is given) are host
+    # time per call, not op rows: the report shows them in a table of their own.
+    results = _results((5.0, 6.0, 7.0))
+    for impl, times in (("backplane", (700.0, 710.0, 720.0)), ("torch", (600.0, 590.0, 800.0))):
+        results["benchmarks"] += [{"name": f"call_overhead_add/cpu/{impl}/1/real_time", "run_type": "iteration",
+                                   "run_name": f"call_overhead_add/cpu/{impl}/1/real_time", "real_time": t,
+                                   "time_unit": "ns"} for t in times]
+    assert [(c.impl, c.median_ns) for c in bench.call_costs(results)] == [("backplane", 710.0), ("torch", 600.0)]
+    assert {r.op for r in bench.rows(results)} == {"add"} and len(bench.table(results)) == 1
+    text = bench.markdown(results)
+    assert "| add | cpu | 710 | 600 | +110 |" in text
+    assert bench.call_cost_table(_results((5.0, 6.0, 7.0))) == ""  # a run with --ops has none

@@ -1,0 +1,85 @@
+"""`backplane bench` from Python: runs the benchmark engine (backplane_bench, Google
+Benchmark), and reads, compares and plots its JSON.
+
+    import backplane.bench as bench
+    results = bench.run(backends="cpu,npu", ops="add,rms_norm", repetitions=5)
+    results = bench.run(backends="cuda", cuda_graph=True)   # kernel time, without launches
+    for row in bench.rows(results): print(row)
+    bench.compare(bench.load("base.json"), results)      # Mann-Whitney U per row
+    bench.plot(results, "bench.png")
+
+Rows come from the registry (each op's `bench` presets), so a new op, a vendor op or an
+out-of-tree plugin is benchmarked with no code. Every backplane row is checked against
+the op's reference before it is timed; a wrong kernel is reported (`error`), not timed.
+Google Benchmark's JSON is the interchange format: `--benchmark_out` files of
+backplane_bench and files written here are the same thing; results.py is its one reader.
+The method, and the current figures: bench/results/.
+"""
+from __future__ import annotations
+
+import subprocess  # noqa: F401  (the engine's launcher: tests stand in for subprocess.run)
+import sys
+
+from .chart import plot
+from .cli import comparison_asked, parser, refuse_before_running
+from .comparison import compare, format_comparison, mann_whitney_p
+from .engine import engine, run
+from .results import CallCost, Row, call_costs, check_run, load, machine, merge, rows
+from .tables import call_cost_table, format_table, markdown, side_by_side, table
+
+__all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "engine", "format_comparison",
+           "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "plot", "rows", "run",
+           "side_by_side", "table"]
+
+
+def main(argv=None) -> int:
+    """Exit 0; 1: a significant regression; 2: a usage error, a file that cannot be read or
+    written, or an engine that refused or failed (with the reason on stderr)."""
+    args = parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    try:
+        refuse_before_running(args)
+        # The baseline is read before the run: a bad one fails before minutes of timing.
+        base = load(args.compare) if args.compare else None
+        if args.input:
+            results = load(args.input[0]) if len(args.input) == 1 else merge({f: load(f) for f in args.input})
+        else:
+            extra = [f"--min-time={args.min_time}"] if args.min_time else []
+            if args.interleave:
+                extra.append("--benchmark_enable_random_interleaving=true")
+            # RuntimeError: the engine refused (its reason is on stderr already) or failed
+            results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json,
+                          quiet=True, extra=extra, cuda_graph=args.cuda_graph)
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"backplane bench: {e}", file=sys.stderr)
+        return 2
+    # A run: the command that measured it (without the view flags). Runs read back with
+    # --input: the command that makes this very table, flags and all.
+    given = argv if argv is not None else sys.argv[1:]
+    shown = " ".join(a for a in ["backplane", "bench", *given]
+                     if args.input or a not in ("--markdown", "--side-by-side"))
+    if args.side_by_side:
+        print(side_by_side(results, shown))
+    elif args.markdown:
+        print(markdown(results, shown))
+    else:
+        print(format_table(results))
+    status = 0
+    if args.compare or args.compare_backends:
+        try:
+            comparisons = comparison_asked(args, base, results)
+        except ValueError as e:
+            print(f"backplane bench: {e}", file=sys.stderr)
+            return 2
+        print()
+        print(format_comparison(comparisons))
+        if any(c["regressed"] for c in comparisons):
+            print(f"\nregression: at least one row is more than {args.threshold}% slower with p < 0.05")
+            status = 1
+    if args.plot:
+        try:
+            plot(results, args.plot)
+        except (OSError, ValueError) as e:
+            print(f"backplane bench: --plot {args.plot}: {e}", file=sys.stderr)
+            return 2
+        print(f"\nwrote {args.plot}")
+    return status

@@ -1,0 +1,135 @@
+"""A run as tables: one line per backplane row (`table`), printed plain (`format_table`),
+as a markdown report (`markdown`: machine, torch, date, the command, the rows and the
+per-call host cost) or with the backends of one workload side by side (`side_by_side`).
+How to read them: bench/results/method.md."""
+from __future__ import annotations
+
+from .results import call_costs, machine, rows, run_summary
+
+
+def table(results: dict) -> list[dict]:
+    """Per op/backend/shape/dtype: backplane's median and spread, GB/s, percent of copy_
+    and the ratio against the reference (> 1: faster than PyTorch)."""
+    by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
+    lines = []
+    for (op, backend, shape, dtype, impl), r in sorted(by.items()):
+        if impl != "backplane":
+            continue
+        ref, copy = by.get((op, backend, shape, dtype, "reference")), by.get((op, backend, shape, dtype, "copy_"))
+        lines.append({
+            "op": op, "backend": backend, "plugin": r.plugin, "shape": shape, "dtype": dtype,
+            "median_us": r.median_us, "spread": r.spread, "gbps": r.gbps, "error": r.error,
+            "pct_copy": (r.gbps / copy.gbps) if r.gbps and copy and copy.gbps else None,
+            "vs_reference": (ref.median_us / r.median_us) if ref and ref.times_us and r.times_us else None,
+            "reference_us": ref.median_us if ref and ref.times_us else None,
+        })
+    return lines
+
+
+def _cells(t: dict) -> tuple[str, str, str]:
+    """GB/s, percent of copy_ and ratio against the reference of a table line, as shown."""
+    gbps = f"{t['gbps']:.1f}" if t["gbps"] else "-"
+    pct = f"{100 * t['pct_copy']:.0f}%" if t["pct_copy"] else "-"
+    ratio = f"{t['vs_reference']:.2f}" if t["vs_reference"] else "-"
+    return gbps, pct, ratio
+
+
+def format_table(results: dict) -> str:
+    head = f"{'op':14} {'backend':8} {'shape':22} {'dtype':9} {'us':>10} {'spread':>7} {'GB/s':>8} {'%copy_':>7} {'x ref':>6}"
+    out = [head, "-" * len(head)]
+    for t in table(results):
+        if t["error"]:
+            out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} FAILED: {t['error']}")
+            continue
+        gbps, pct, ratio = _cells(t)
+        out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} {t['median_us']:10.2f} "
+                   f"{100 * t['spread']:6.1f}% {gbps:>8} {pct:>7} {ratio:>6}")
+    return "\n".join(out)
+
+
+def side_by_side(results: dict, command: str = "") -> str:
+    """A markdown table with one row per op, preset and dtype and a group of columns per
+    backend (µs, % of that device's copy_, × its PyTorch reference): cpu, npu and cuda
+    on the same workload in one line."""
+    lines = table(results)
+    backends = sorted({t["backend"] for t in lines})
+    keyed: dict[tuple, dict] = {}
+    for t in lines:
+        keyed.setdefault((t["op"], t["shape"], t["dtype"]), {})[t["backend"]] = t
+    ctx = results.get("context", {})
+    runs = ctx.get("runs") or [run_summary("this run", ctx)]
+    out = [f"### backplane bench: {', '.join(backends)} side by side", ""]
+    out += [f"- {r['name']}: machine {r['machine']}, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
+            f"{str(r['date'])[:10]}; timing: {r.get('timing', '?')}" for r in runs]
+    if command:
+        out += ["", f"Command: `{command}`"]
+    out += ["", "| op | preset | dtype | " + " | ".join(f"{b} µs | {b} % copy_ | {b} × ref" for b in backends) + " |",
+            "|---|---|---|" + "---:|---:|---:|" * len(backends)]
+    for (op, shape, dtype), per in sorted(keyed.items()):
+        cells = []
+        for b in backends:
+            t = per.get(b)
+            if t is None:
+                cells += ["", "", ""]
+            elif t["error"]:
+                cells += [f"FAILED: {t['error']}", "", ""]
+            else:
+                _, pct, ratio = _cells(t)
+                cells += [f"{t['median_us']:.2f}", pct, ratio]
+        out.append(f"| {op} | {shape} | {dtype} | " + " | ".join(cells) + " |")
+    out += ["", "% copy_: against `out.copy_(x)` of the op's largest tensor on that device in the same run; "
+            "× ref: the registry reference's time over backplane's on that device (> 1: faster than PyTorch); "
+            "an empty cell: the row was not run on that backend."]
+    return "\n".join(out)
+
+
+def markdown(results: dict, command: str = "") -> str:
+    """A report of a run: machine, torch, date, the command, the table, and the per-call
+    host cost where the run timed it."""
+    ctx = results.get("context", {})
+    lines = table(results)
+    backends = sorted({t["backend"] for t in lines})
+    plugins = "; ".join(f"{b}: {ctx.get('backend.' + b, '?')}" for b in backends)
+    out = [f"### backplane bench: {', '.join(backends)} ({ctx.get('date', '')[:10]})", "",
+           f"Machine {machine(ctx)}, {ctx.get('num_cpus', '?')} CPUs; torch "
+           f"{ctx.get('torch_version', '?')}; {ctx.get('timing', '')}. Plugins: {plugins}.", ""]
+    if command:
+        out += [f"Command: `{command}`", ""]
+    out += ["| op | backend | preset | dtype | backplane µs | spread | GB/s | % of copy_ | × reference |",
+            "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for t in lines:
+        if t["error"]:
+            out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | FAILED: {t['error']} | | | | |")
+            continue
+        gbps, pct, ratio = _cells(t)
+        out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | {t['median_us']:.2f} | "
+                   f"±{100 * t['spread']:.1f}% | {gbps} | {pct} | {ratio} |")
+    out += ["", "GB/s: bytes each input read once and each output written once (1 GB = 1e9 B); % of copy_: "
+            "against `out.copy_(x)` of the op's largest tensor in the same run; × reference: the registry "
+            "reference's time over backplane's (> 1: faster than PyTorch)."]
+    costs = call_cost_table(results)
+    if costs:
+        out += ["", costs]
+    return "\n".join(out)
+
+
+def call_cost_table(results: dict) -> str:
+    """The host's time per call on a 1-element float32 tensor, backplane's op through the
+    dispatcher beside aten's, per op and backend (markdown); "" when the run has none."""
+    by = {(c.op, c.backend, c.impl): c for c in call_costs(results)}
+    pairs = sorted({(op, backend) for op, backend, _ in by})
+    if not pairs:
+        return ""
+    out = ["Host time per call on a 1-element float32 tensor: backplane's op through the dispatcher, aten's "
+           "op (`at::`) called directly.", "",
+           "| op | backend | backplane ns/call | at:: ns/call | difference ns |", "|---|---|---:|---:|---:|"]
+    for op, backend in pairs:
+        cells = []
+        for impl in ("backplane", "torch"):
+            c = by.get((op, backend, impl))
+            cells.append("-" if c is None else f"FAILED: {c.error}" if c.error else f"{c.median_ns:.0f}")
+        mine, theirs = by.get((op, backend, "backplane")), by.get((op, backend, "torch"))
+        timed = mine and theirs and mine.times_ns and theirs.times_ns
+        cells.append(f"{mine.median_ns - theirs.median_ns:+.0f}" if timed else "-")
+        out.append(f"| {op} | {backend} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
