@@ -11,7 +11,7 @@ MODEL-DEVICE-DTYPE.{ep.pt2, io.pt, pt2, onnx}:
           back (torch.export.load unpickles; `aoti` exports again instead)
   io.pt   inputs at several batch sizes and the reference outputs, with the tolerance:
           what `load`, `cpp` (`backplane run`) and `onnx` check against
-  pt2     the AOTInductor package, with its input layouts (backplane.layouts); it holds
+  pt2     the AOTInductor package, with its input layouts (backplane.aoti.layouts); it holds
           shared libraries, and loading it runs their code (docs/security.md)
 Every check compares with the model's plain-PyTorch reference, bit for bit where the
 tolerance is (0, 0); a mismatch raises, it is never just printed.
@@ -30,12 +30,13 @@ from pathlib import Path
 import torch
 
 import backplane
-from backplane.package import add_layouts, check_entries
-from backplane.package_plugins import backplane_ops, dispatch_keys, record_plugins
+from backplane.aoti.archive import check_entries
+from backplane.aoti.layouts import add_layouts
+from backplane.aoti.plugins import backplane_ops, dispatch_keys, record_plugins
 
 from . import MODELS
 from .run import BACKENDS, BATCH_RANGE, REPO, Run, load_cases, reference_cases, save_io, say  # noqa: F401
-from backplane.native_libstdcxx import check_package, choose_cxx
+from backplane.aoti.libstdcxx import check_package, choose_cxx
 from .progress import Ticker
 from .spec import assert_matches
 

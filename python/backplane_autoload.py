@@ -17,17 +17,15 @@ import os
 import sys
 import warnings
 
-_deferred = False
-
 
 def autoload() -> None:
-    global _deferred
     importing = sys.modules.get("backplane")
     if importing is not None and not getattr(importing, "_initialized", False):
         # `import backplane` came first and imported torch, which calls this entry point
-        # while backplane is half-initialized: backplane finishes the autoload itself
-        # at the end of its import (take_deferred).
-        _deferred = True
+        # while backplane is half-initialized: marked, so that backplane finishes the
+        # autoload itself at the end of its import. The dependency goes one way: this
+        # module knows backplane; backplane never imports this one.
+        importing._autoload_deferred = True
         return
     try:
         import backplane
@@ -35,13 +33,6 @@ def autoload() -> None:
         backplane._autoload()
     except Exception as err:  # noqa: BLE001 -- anything raised here would fail `import torch`
         warnings.warn(_message(err), RuntimeWarning, stacklevel=2)
-
-
-def take_deferred() -> bool:
-    """Whether an autoload was put off while backplane was importing (and reset it)."""
-    global _deferred
-    pending, _deferred = _deferred, False
-    return pending
 
 
 def _message(err: Exception) -> str:

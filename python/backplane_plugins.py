@@ -52,8 +52,8 @@ def add_entry_point_plugins() -> None:
         os.environ["BACKPLANE_PLUGIN_PATH"] = ":".join(current + added)
 
 
-# The child's side is `backplane __probe NAME DIRS` (core/tools/plugin_probe.cpp): these are
-# its words, and the reasons below are worded as `backplane list` words them.
+# The child's side is the command `backplane __probe NAME DIRS`: these are its words, and
+# the reasons below are worded as `backplane list` words them.
 _PROBE_LOADED = "backplane-probe: loaded\n"
 _PROBE_NOT_LOADED = "backplane-probe: not loaded: "
 _PROBE_TIMEOUT_DEFAULT = 60
@@ -139,7 +139,7 @@ def _probe_outcome(child: subprocess.Popen, deadline: float, limit: int) -> str 
 
 
 def _probe_timeout() -> int:
-    # The same rule as plugin_probe.cpp: whole seconds, 1 to 3600.
+    # The same rule as `backplane __probe`'s: whole seconds, 1 to 3600.
     text = os.environ.get("BACKPLANE_PROBE_TIMEOUT", "")
     return int(text) if text.isascii() and text.isdigit() and 1 <= int(text) <= 3600 else _PROBE_TIMEOUT_DEFAULT
 

@@ -22,12 +22,12 @@ t0=$SECONDS
 # The npu tests in a process of their own: a registered PrivateUse1 device becomes
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
-npu_tests=(tests/python/test_npu.py tests/python/test_npu_autoload.py backends/npu/tests)
+npu_tests=(tests/python/test_npu_*.py backends/npu/tests)  # test_npu_autoload.py among them
 # With pytest-xdist (setup installs it where it can), tests run on one worker per two
 # cores, at least 2 and at most 8, and the npu process beside them; an AOTI package that
 # several tests share is compiled once per run by whichever worker needs it first
-# (tests/python/conftest.py). Many tests wait on child processes, so even the 2-core CI
-# machine gains: 327 s serial, 166 s with 2 workers. Without pytest-xdist, one process each.
+# (tests/python/conftest.py). Many tests wait on child processes, so even a 2-core CI
+# machine gains from 2 workers. Without pytest-xdist, one process each.
 workers=$(( $(nproc) / 2 ))
 (( workers > 8 )) && workers=8
 (( workers < 2 && $(nproc) >= 2 )) && workers=2
@@ -41,8 +41,8 @@ if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   echo "pytest: $workers workers (pytest-xdist), the npu tests in a process beside them"
   # The cores shared out: each process's ATen threads, and Inductor compiling in the
   # process itself rather than in a pool of one subprocess per core. Left to their
-  # defaults, 8 workers on the 16-core GPU machine ran 16 threads and 16 compile
-  # processes each, and every test there took about 10 times as long as here.
+  # defaults, every worker takes a thread and a compile process per core, and on a
+  # many-core machine each test then runs several times slower.
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (workers + 1) > 0 ? $(nproc) / (workers + 1) : 1 ))}
   export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 fi

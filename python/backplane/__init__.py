@@ -16,6 +16,11 @@ plugin found. An empty entry ("", "cpu,,cuda") raises BackendNameError naming th
 """
 from __future__ import annotations
 
+# Set by torch's autoload entry point (backplane_autoload) when it runs while this package is
+# half-imported: `import backplane` came first and imported torch. Read at the end, below.
+# Defined before anything imports torch.
+_autoload_deferred = False
+
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -116,8 +121,8 @@ _BACKENDS_VARIABLE = "BACKPLANE_BACKENDS"
 
 
 def _environment_backends() -> list[str] | None:
-    """BACKPLANE_BACKENDS as names: None when unset, [] for "none". The rule of the
-    `backplane` command's backend_names (core/tools/backplane_main.cpp), and its messages."""
+    """BACKPLANE_BACKENDS as names: None when unset, [] for "none". The rule by which the
+    `backplane` command reads its backend list, and its messages."""
     value = os.environ.get(_BACKENDS_VARIABLE)
     if value is None:
         return None
@@ -215,7 +220,7 @@ add_entry_point_plugins()  # plugins installed as their own Python packages
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
 fast_call.install(core().ops())
 from . import classes  # noqa: E402
-from .package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
+from .aoti.package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 
 classes.register_fake_classes()  # generated from the registry, like the Meta kernels
 # For C++ projects: cmake -DCMAKE_PREFIX_PATH=$(python -c "import backplane; print(backplane.cmake_prefix_path)")
@@ -225,9 +230,6 @@ _selected = _environment_backends()  # a malformed value raises here, naming it
 if _selected:
     load(*_probe_first(*_selected))
 _initialized = True
-# torch's autoload entry point ran while this package was importing (`import backplane`
-# before `import torch`) and left the loading to us.
-import backplane_autoload  # noqa: E402  (beside the package: installed with it)
-
-if backplane_autoload.take_deferred():
+if _autoload_deferred:  # the entry point left the loading to this import (see the top)
+    _autoload_deferred = False
     _autoload()

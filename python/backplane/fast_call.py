@@ -1,16 +1,15 @@
 """torch.ops.backplane.<op>(...) from Python at what a generated aten binding costs.
 
-torch.ops' generic path converts every argument against the schema through pybind11:
-about 1 µs a call more than `torch.add` on a 2-core VM, which decides eager speed on small
-tensors. For each registry op (and each loaded plugin's own op) the packet
-(`torch.ops.backplane.add`) and its overload (`.default`) get a per-op subclass whose
-`__call__` is a FastCall from the `_fast_call` extension (python/src/fast_call.cpp): it
-converts the arguments it can convert exactly and calls the op boxed through the
-dispatcher. The objects stay what they were (the same identity, isinstance
-OpOverloadPacket / OpOverload), so torch.compile, torch.export and FX see no difference.
-Anything the fast path does not convert (a __torch_function__ subclass or mode, JIT
-tracing, a numpy scalar, a keyword it does not know) goes to torch's own path unchanged,
-errors included.
+torch.ops' generic path converts every argument against the schema through pybind11, a
+cost per call that decides eager speed on small tensors (see bench/results/). For each
+registry op (and each loaded plugin's own op) the packet (`torch.ops.backplane.add`) and
+its overload (`.default`) get a per-op subclass whose `__call__` is a FastCall from the
+`_fast_call` extension (python/src/fast_call.cpp): it converts the arguments it can
+convert exactly and calls the op boxed through the dispatcher. The objects stay what they
+were (the same identity, isinstance OpOverloadPacket / OpOverload), so torch.compile,
+torch.export and FX see no difference. Anything the fast path does not convert (a
+__torch_function__ subclass or mode, JIT tracing, a numpy scalar, a keyword it does not
+know) goes to torch's own path unchanged, errors included.
 
 Off with BACKPLANE_FAST_CALL=0; status() says whether it is on, and why not.
 """

@@ -12,6 +12,10 @@ overload: the default one; arguments positional or `name=`), argument names, `bo
 `dtype(x)`, numbers, strings (`'tanh'` or `"tanh"`, no escapes), true, false, None and lists
 `[a, b]`, e.g. `aten::gelu(x, approximate='tanh')`. A formula whose outermost expression is a
 list gives a list (one value per output).
+
+Two evaluators of one grammar, because the C API evaluates no formula:
+tests/python/test_formula_agreement.py runs every registry formula through both and
+requires the same calls, arguments and results.
 """
 from __future__ import annotations
 
@@ -187,7 +191,22 @@ class Formula:
         overload = getattr(getattr(getattr(torch.ops, ns), op), node.overload or "default")
         args = [self._eval(n, names) for keyword, n in node.args if not keyword]
         kwargs = {keyword: self._eval(n, names) for keyword, n in node.args if keyword}
+        if _times_one(node, args, kwargs):
+            return args[0]
         result = overload(*args, **kwargs)
         # Several return values come back as a tuple, a Tensor[] as a list: inside another call
         # the first of several is the value (as in C++), a list stays whole.
         return result[0] if isinstance(result, tuple) and node is not self._root else result
+
+
+def _times_one(node: _Node, args: list, kwargs: dict) -> bool:
+    """aten::mul.Scalar of a floating tensor by the real scalar 1: the tensor itself, no
+    call, as in the C++ evaluator (add's gradient for b at the usual alpha=1). Anything
+    else may change the dtype, so it is called."""
+    import torch
+
+    if node.name != "aten::mul" or node.overload != "Scalar":
+        return False
+    values = args + list(kwargs.values())
+    return (len(values) == 2 and isinstance(values[0], torch.Tensor) and values[0].is_floating_point()
+            and isinstance(values[1], (int, float)) and not isinstance(values[1], bool) and values[1] == 1)

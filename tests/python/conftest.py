@@ -54,7 +54,7 @@ def inductor_cxx():
     refuses one; docs/aoti-findings.md)."""
     from torch._inductor import config
 
-    from backplane.native_libstdcxx import choose_cxx
+    from backplane.aoti.libstdcxx import choose_cxx
 
     with config.patch({"cpp.cxx": (None, choose_cxx(None))}):
         yield
@@ -72,7 +72,7 @@ class Plain(torch.nn.Module):
 def plain_package(tmp_path_factory):
     """(path, layouts) of one AOTInductor package of `Plain` (x: (batch, 3, 4, 5), y: (batch, 5),
     batch 2..1024) with Backplane's layout record; compiled once per run (tens of seconds)."""
-    from backplane.package import add_layouts, read_layouts
+    from backplane.aoti.layouts import add_layouts, read_layouts
 
     with made_once_per_run(tmp_path_factory, "plain") as (folder, made):
         path = folder / "plain.pt2"

@@ -18,7 +18,7 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from backplane import native_libstdcxx as guard  # noqa: E402
+from backplane.aoti import libstdcxx as guard  # noqa: E402
 from models import pipeline  # noqa: E402
 
 

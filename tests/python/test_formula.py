@@ -88,3 +88,14 @@ def test_bad_formulas_are_refused_naming_the_column(text, message):
 def test_a_name_not_given_is_named():
     with pytest.raises(FormulaError, match="formula 'aten::neg.default\\(x\\)' reads 'x', which was not given"):
         Formula.parse("aten::neg.default(x)")()
+
+
+def test_a_multiply_by_one_is_the_tensor_itself_as_in_cpp():
+    # The C++ evaluator's rule (add's gradient for b at alpha=1); test_formula_agreement.py
+    # holds the two evaluators together.
+    x = torch.randn(3)
+    assert Formula.parse("aten::mul.Scalar(x, 1)")(x=x) is x
+    assert Formula.parse("aten::mul.Scalar(x, 2)")(x=x) is not x
+    n = torch.arange(3)
+    assert Formula.parse("aten::mul.Scalar(n, 1)")(n=n) is not n  # not floating: called
+    assert Formula.parse("aten::mul.Scalar(x, true)")(x=x) is not x  # a bool is no number here

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 import backplane
-from backplane import layouts
-from backplane.package import check_entries, read_layouts
+from backplane.aoti import layouts
+from backplane.aoti.archive import check_entries
+from backplane.aoti.layouts import read_layouts
 from conftest import Plain
 
 

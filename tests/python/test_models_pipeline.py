@@ -73,7 +73,7 @@ def test_package_loads_and_runs_in_python(packaged):
 
 
 def test_package_has_a_dynamic_libstdcxx(packaged):
-    from backplane.native_libstdcxx import LIBSTDCXX, package_libraries
+    from backplane.aoti.libstdcxx import LIBSTDCXX, package_libraries
 
     libraries = package_libraries(packaged.artifact("pt2"))
     assert libraries and all(LIBSTDCXX in needed for needed in libraries.values())
@@ -179,7 +179,7 @@ FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 
 
 def test_package_records_the_plugin_serving_each_op(packaged):
-    from backplane.package_plugins import read_plugins
+    from backplane.aoti.plugins import read_plugins
 
     rows = read_plugins(packaged.artifact("pt2"))
     ops = {op for op, _, _ in rows}
@@ -194,7 +194,7 @@ def test_a_package_records_only_the_plugins_of_its_own_devices(tmp_path):
     import zipfile
 
     import backplane
-    from backplane.package_plugins import backplane_ops, dispatch_keys, read_plugins, record_plugins
+    from backplane.aoti.plugins import backplane_ops, dispatch_keys, read_plugins, record_plugins
 
     try:
         backplane.load("cuda")
@@ -242,7 +242,7 @@ def test_load_package_refuses_another_plugin_unless_told(packaged):
         pytest.skip("the identity model is the one calling identity_conv")
     code = f"""
 import torch, backplane, pytest
-from backplane.package_plugins import PluginMismatch
+from backplane.aoti.plugins import PluginMismatch
 backplane.load("cpu"); backplane.load("cpu_alt", path={str(FIXTURES)!r})
 with backplane.prefer("identity_conv", "cpu_alt"):
     with pytest.raises(PluginMismatch, match="was served by plugin 'cpu' when the package was made"):

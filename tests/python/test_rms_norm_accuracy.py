@@ -1,7 +1,7 @@
 """rms_norm's accumulation, on the CPU and (where there is one) a CUDA GPU: a long float32
 row with an outlier agrees with PyTorch's F.rms_norm to float32's default tolerance, and a
 bfloat16 row of more than 2^31 elements (expanded, so it costs no memory of its own)
-normalizes to the weight. The npu device runs the first case in test_npu.py."""
+normalizes to the weight. The npu device runs the first case in test_npu_ops.py."""
 import pytest
 import torch
 

@@ -125,8 +125,8 @@ def test_backplane_run_names_the_plugin_a_package_needs_for_its_vendor_ops(tmp_p
     the package runs and matches its reference."""
     python(f"""
 from torch._inductor import config
-from backplane.native_libstdcxx import choose_cxx
-from backplane.package import add_layouts
+from backplane.aoti.libstdcxx import choose_cxx
+from backplane.aoti.layouts import add_layouts
 
 class Model(torch.nn.Module):
     def forward(self, x):

@@ -20,9 +20,9 @@ import pytest
 import torch
 
 import backplane
-from backplane import layouts
-from backplane.native_libstdcxx import choose_cxx
-from backplane.package import add_layouts
+from backplane.aoti import layouts
+from backplane.aoti.layouts import add_layouts
+from backplane.aoti.libstdcxx import choose_cxx
 
 backplane.load("npu")
 

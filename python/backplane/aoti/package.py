@@ -6,7 +6,7 @@ an input with the wrong layout.
 
 Works for any .pt2, with or without Backplane ops, on cpu, cuda or a plugin's device such
 as npu (load the plugins it calls, and its device's, first). The
-rule per input is in `backplane.layouts`: other strides or alignment are copied into the
+rule per input is in `backplane.aoti.layouts`: other strides or alignment are copied into the
 compiled layout, anything else that differs is refused naming the input and both layouts.
 
 A .pt2 package holds shared libraries: loading one runs its code. Load only packages you
@@ -15,7 +15,6 @@ another layout, and archives whose entries would be written outside the extracti
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import os
@@ -23,76 +22,26 @@ import shutil
 import tempfile
 import threading
 import weakref
-import zipfile
 from pathlib import Path
 
 import torch
 import torch.utils._pytree as pytree
 
 from . import layouts
-from .native_libstdcxx import StaticLibstdcxxError, check_package  # noqa: F401  (raised by load_package)
+from .archive import Archive
+from .libstdcxx import StaticLibstdcxxError, check_package  # noqa: F401  (raised by load_package)
+from .plugins import check_plugins
 
-__all__ = ["GuardedPackage", "add_layouts", "archive_prefix", "check_device", "check_entries", "load_package",
-           "package_device", "read_layouts"]
-
-
-def check_entries(path: str | os.PathLike) -> list[str]:
-    """The archive's entry names; raises ValueError naming an entry that would be extracted
-    outside the extraction folder (absolute, `..`, or a drive/backslash path: zip-slip), or
-    one that the archive holds more than once (which of them a reader takes differs:
-    zipfile the last, miniz either; two readers would see two packages)."""
-    with zipfile.ZipFile(path) as z:
-        names = z.namelist()
-    for name, count in collections.Counter(names).items():
-        if count > 1:
-            raise ValueError(f"{path}: refusing the package: it holds {count} entries named {name!r}")
-    for name in names:
-        parts = name.replace("\\", "/").split("/")
-        if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-            raise ValueError(f"{path}: refusing the package: its entry {name!r} would be written outside the "
-                             "extraction folder")
-    return names
-
-
-def archive_prefix(names: list[str], path) -> str:
-    """The one top folder every entry of a .pt2 archive lies in."""
-    tops = {n.split("/", 1)[0] for n in names}
-    if len(tops) != 1:
-        raise ValueError(f"{path}: expected every entry under one folder, found {sorted(tops)[:5]}")
-    return tops.pop() + "/"
-
-
-def read_layouts(path: str | os.PathLike) -> list[layouts.InputLayout] | None:
-    """The input layouts Backplane recorded in the package, or None for a package without them."""
-    names = check_entries(path)
-    entry = archive_prefix(names, path) + layouts.ENTRY
-    if entry not in names:
-        return None
-    with zipfile.ZipFile(path) as z:
-        return layouts.parse_layouts(z.read(entry), f"{path}:{entry}")
-
-
-def add_layouts(path: str | os.PathLike, ep: torch.export.ExportedProgram) -> list[layouts.InputLayout]:
-    """Records ep's input layouts in the package compiled from it (a stored entry appended
-    to the archive; torch's and Backplane's readers both see it)."""
-    recorded = layouts.record_layouts(ep)
-    names = check_entries(path)
-    entry = archive_prefix(names, path) + layouts.ENTRY
-    if entry in names:
-        raise ValueError(f"{path}: already holds {entry}")
-    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
-        z.writestr(entry, layouts.format_layouts(recorded))
-    return recorded
+__all__ = ["GuardedPackage", "check_device", "load_package", "package_device"]
 
 
 def package_device(path: str | os.PathLike) -> str:
     """The device the package was compiled for (its AOTI_DEVICE_KEY: "cpu", "cuda", "npu"),
     read from the wrapper's metadata; "" when the package names none."""
-    names = check_entries(path)
-    with zipfile.ZipFile(path) as z:
-        for name in names:
-            if name.endswith("wrapper_metadata.json") and "/data/aotinductor/" in name:
-                return str(json.loads(z.read(name)).get("AOTI_DEVICE_KEY", ""))
+    archive = Archive(path)
+    for name in archive.names:
+        if name.endswith("wrapper_metadata.json") and "/data/aotinductor/" in name:
+            return str(json.loads(archive.read(name)).get("AOTI_DEVICE_KEY", ""))
     return ""
 
 
@@ -180,14 +129,12 @@ def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **a
     was compiled for. Refuses, before anything is extracted, an archive with an entry that
     would land outside the extraction folder, and (unless allow_plugin_change) a package
     whose backplane ops another plugin serves here than when it was made
-    (package_plugins.py), one whose model library links libstdc++ statically
+    (plugins.py), one whose model library links libstdc++ statically
     (StaticLibstdcxxError: loading it would crash the process), and one for a device this
     process lacks (RuntimeError naming the plugin to load: a plugin's device, npu, also
     brings the runner torch's loader needs for it). A load that fails leaves none of the
     files it extracted behind."""
-    from .package_plugins import check_plugins
-
-    recorded = read_layouts(path)  # also checks the entries
+    recorded = layouts.read_layouts(path)  # also checks the entries
     check_device(path)
     # A model library with its own static libstdc++ crashes the process when it loads
     # (docs/aoti-findings.md): refused here, with the compiler to use, instead.

@@ -9,9 +9,11 @@ run` (C++) all check this record."""
 from __future__ import annotations
 
 import os
-import zipfile
 
 import torch
+
+from ..selection import serving
+from .archive import Archive
 
 ENTRY = "extra/backplane_plugins.txt"
 HEADER = "# backplane plugins v1: op dispatch_key plugin"
@@ -48,30 +50,19 @@ def record_plugins(path: str | os.PathLike, ops: list[str], keys: set[str]) -> l
     """Appends the plugin serving each op on each of `keys` (the package's devices,
     dispatch_keys()) to the package. Keys of other devices loaded in this process are
     left out: they say nothing about this package."""
-    from . import serving
-    from .package import archive_prefix, check_entries
-
     rows = sorted((s.op, s.dispatch_key, s.serving) for s in serving() if s.op in ops and s.dispatch_key in keys)
-    names = check_entries(path)
-    entry = archive_prefix(names, path) + ENTRY
-    if entry in names:
-        raise ValueError(f"{path}: already holds {entry}")
-    text = "\n".join([HEADER, *(" ".join(r) for r in rows)]) + "\n"
-    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
-        z.writestr(entry, text)
+    Archive(path).add_record(ENTRY, "\n".join([HEADER, *(" ".join(r) for r in rows)]) + "\n")
     return rows
 
 
 def read_plugins(path: str | os.PathLike) -> list[tuple[str, str, str]] | None:
     """The recorded (op, dispatch_key, plugin) rows, or None for a package without them."""
-    from .package import archive_prefix, check_entries
-
-    names = check_entries(path)
-    entry = archive_prefix(names, path) + ENTRY
-    if entry not in names:
+    archive = Archive(path)
+    data = archive.read_record(ENTRY)
+    if data is None:
         return None
-    with zipfile.ZipFile(path) as z:
-        lines = z.read(entry).decode("utf-8", errors="replace").splitlines()
+    entry = archive.entry(ENTRY)
+    lines = data.decode("utf-8", errors="replace").splitlines()
     if not lines or lines[0] != HEADER:
         raise ValueError(f"{path}:{entry}: expected the first line {HEADER!r}")
     rows = []
@@ -86,8 +77,6 @@ def read_plugins(path: str | os.PathLike) -> list[tuple[str, str, str]] | None:
 def check_plugins(path: str | os.PathLike, allow_change: bool = False) -> list[str]:
     """Compares the recorded plugins with those serving each op now. Returns one note per
     op; raises PluginMismatch for an op now served by another plugin unless allow_change."""
-    from . import serving
-
     recorded = read_plugins(path)
     if recorded is None:
         return []

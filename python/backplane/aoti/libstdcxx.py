@@ -1,4 +1,4 @@
-"""Guards for the AOTInductor crash seen on the GPU machine (docs/aoti-findings.md §1).
+"""Guards against the AOTInductor crash of docs/aoti-findings.md §1.
 
 A model library compiled by a g++ that links libstdc++ statically carries its own copy
 of the C++ runtime. Loaded into Python (where torch's libstdc++ is not globally
@@ -14,8 +14,9 @@ import shutil
 import struct
 import subprocess
 import tempfile
-import zipfile
 from pathlib import Path
+
+from .archive import Archive
 
 LIBSTDCXX = "libstdc++.so.6"
 
@@ -48,8 +49,8 @@ def elf_needed(data: bytes) -> list[str]:
 
 def package_libraries(package: str | os.PathLike) -> dict[str, list[str]]:
     """Each shared object inside a .pt2 package -> its DT_NEEDED entries."""
-    with zipfile.ZipFile(package) as z:
-        return {name: elf_needed(z.read(name)) for name in z.namelist() if name.endswith(".so")}
+    archive = Archive(package)
+    return {name: elf_needed(archive.read(name)) for name in archive.names if name.endswith(".so")}
 
 
 def check_package(package: str | os.PathLike) -> None:

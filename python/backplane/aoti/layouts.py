@@ -31,9 +31,12 @@ torch >= 2.14's stride check, but on older torch would compute wrong numbers.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
+
+from .archive import Archive
 
 ENTRY = "extra/backplane_inputs.txt"
 HEADER = "backplane-inputs 1"
@@ -162,6 +165,20 @@ def record_layouts(ep: torch.export.ExportedProgram) -> list[InputLayout]:
         layouts.append(InputLayout(index, name, dtype_name(value.dtype), value.device.type, tuple(sizes),
                                    dim_order(value)))
     return layouts
+
+
+def read_layouts(path: str | os.PathLike) -> list[InputLayout] | None:
+    """The input layouts Backplane recorded in the package, or None for a package without them."""
+    archive = Archive(path)
+    data = archive.read_record(ENTRY)
+    return None if data is None else parse_layouts(data, f"{path}:{archive.entry(ENTRY)}")
+
+
+def add_layouts(path: str | os.PathLike, ep: torch.export.ExportedProgram) -> list[InputLayout]:
+    """Records ep's input layouts in the package compiled from it."""
+    recorded = record_layouts(ep)
+    Archive(path).add_record(ENTRY, format_layouts(recorded))
+    return recorded
 
 
 class LayoutError(ValueError):
