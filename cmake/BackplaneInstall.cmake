@@ -1,6 +1,6 @@
 # `cmake --install BUILD --prefix P` (and the wheel, whose prefix is the backplane Python
-# package): headers, libbackplane_core, the `backplane` command and build tools, the
-# plugins with their manifests (backplane_add_plugin), and a relocatable
+# package): headers, libbackplane_core, the `backplane` command and its templates, the
+# build tools, the plugins with their manifests (backplane_add_plugin), and a relocatable
 # BackplaneConfig.cmake exporting Backplane::core, Backplane::manifest and
 # backplane_add_plugin().
 include(CMakePackageConfigHelpers)
@@ -15,7 +15,9 @@ set(_bp_cmake_dest lib/cmake/Backplane)
 install(TARGETS backplane_core EXPORT BackplaneTargets LIBRARY DESTINATION lib)
 install(TARGETS backplane backplane_manifest backplane_registry_check EXPORT BackplaneTargets RUNTIME DESTINATION bin)
 install(DIRECTORY core/include/backplane DESTINATION include)
-# `backplane new-backend --dispatch-key PrivateUse1` copies the npu device layer, renamed.
+# `backplane new-backend` writes its project from these templates (cli/templates), and for
+# --dispatch-key PrivateUse1 copies the npu device layer, renamed.
+install(DIRECTORY cli/templates/new-backend/ DESTINATION share/backplane/templates/new-backend)
 install(DIRECTORY backends/npu/ DESTINATION share/backplane/templates/PrivateUse1
         PATTERN kernels EXCLUDE PATTERN CMakeLists.txt EXCLUDE PATTERN README.md EXCLUDE PATTERN __pycache__ EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/lib/backplane_build.json DESTINATION lib)

@@ -93,8 +93,8 @@ function(backplane_add_plugin name)
   # link waits for it and the compiles do not: its path is named as a file, since a
   # target named in the command (even through $<TARGET_FILE>) makes every object of the
   # plugin wait for the tool and so for the core's link (the CUDA kernels, the longest
-  # compiles, started 50 s into a 128 s build on the GPU machine). Make cannot follow a
-  # file made by another target's rules: there the whole target waits, as before.
+  # compiles, would start late). Make cannot follow a file made by another target's
+  # rules: there the whole target waits.
   set(manifest_tool $<TARGET_FILE:${BACKPLANE_MANIFEST_TARGET}>)
   if(TARGET ${BACKPLANE_MANIFEST_TARGET} AND NOT BACKPLANE_MANIFEST_TARGET MATCHES "::")
     get_target_property(tool_dir ${BACKPLANE_MANIFEST_TARGET} RUNTIME_OUTPUT_DIRECTORY)

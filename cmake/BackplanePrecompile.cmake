@@ -1,7 +1,6 @@
 # Precompiled torch headers for the targets with many C++ files. Parsing torch/library.h
-# and the dispatcher is most of each file's compile time: with them precompiled once per
-# target (a ~250 MB header image), a file of the core took 3.0 s instead of 5.5 s on the
-# 2-core CI machine, which pays off from about five files a target. The C++ files of a
+# and the dispatcher is most of each file's compile time: precompiled once per target (a
+# large header image), they pay off from about five files a target. The C++ files of a
 # target share one image (CMake builds it with the target's own flags, so the CPU
 # kernels' AVX2 and AVX512 builds each get theirs); CUDA files are left alone.
 #   -DBACKPLANE_PCH=OFF   compile without (as the installed BackplanePlugin.cmake does)

@@ -1,6 +1,6 @@
 """Forward-mode AD (torch.func.jvp, torch.autograd.forward_ad) through Backplane ops: the
 tangent of every op's output is the tangent of its registry `reference:` (the core derives
-it from the reference, core/src/forward_ad.h), never a silent zero; and reverse mode under
+it from the reference, core/src/autograd/forward_ad.h), never a silent zero; and reverse mode under
 torch.func (grad, vjp: create_graph=True) gives first derivatives, with true second
 derivatives where the `backward:` formulas are differentiable and an error naming the op
 where they are not."""

@@ -176,7 +176,7 @@ def test_every_namespace_this_torch_defines_is_refused(tmp_path):
                 for ns in namespaces])  # the check says each file's first error
     assert r.returncode == 1
     accepted = [ns for ns in namespaces if f"{ns}.yaml:1:12: namespace '{ns}' belongs to PyTorch" not in r.stderr]
-    assert accepted == [], "add these to reserved_namespace() in core/src/registry_parse.cpp"
+    assert accepted == [], "add these to reserved_namespace() in core/src/registry/reserved_names.cpp"
 
 
 def test_names_torch_ops_cannot_reach_are_refused(tmp_path):
@@ -184,7 +184,7 @@ def test_names_torch_ops_cannot_reach_are_refused(tmp_path):
     attribute of torch.ops, or an op named like one of every namespace, is never reached."""
     ops_attributes = {a for a in dir(torch._ops._Ops()) if not a.startswith("__")}
     namespace_attributes = {a for a in dir(torch._ops._OpNamespace("fresh")) if not a.startswith("__")}
-    assert namespace_attributes == {"name", "_dir"}, "update reserved_op_name() in core/src/registry_parse.cpp"
+    assert namespace_attributes == {"name", "_dir"}, "update reserved_op_name() in core/src/registry/reserved_names.cpp"
     namespaces, names = sorted(ops_attributes), sorted(namespace_attributes | {"__init__", "lambda"})
     r = check(*[write(tmp_path, ONE_OP.format(namespace=f"namespace: {ns}\n", name="twice"), f"ns{i}.yaml")
                 for i, ns in enumerate(namespaces)],

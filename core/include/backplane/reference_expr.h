@@ -13,7 +13,7 @@
 // or tensors (aten::cat's Tensor[]). Limits: no arithmetic, no tuples, nesting at most
 // 100 deep; a call's first return value is its value (evaluate_all gives every one of the
 // outermost call's). The registry parser check()s every formula when it reads a file
-// (registry_parse.cpp), so a misspelt name or op fails the build, not the first backward.
+// (core/src/registry/), so a misspelt name or op fails the build, not the first backward.
 #pragma once
 
 #include <backplane/export.h>

@@ -52,7 +52,7 @@ struct ShapeRule {
   // InPlace {x}; Out {out, like}; Custom {}. InPlace and Out ops return nothing,
   // and an Out op's out must already have the sizes of `like` (never resized).
   std::vector<std::string> args;
-  std::string custom;  // Custom: the name of a rule in core/src/shape_rules/
+  std::string custom;  // Custom: the name of a rule in core/src/define/shape_rules/
 };
 
 // One set of inputs for an op, as the registry writes it: each Tensor argument by its

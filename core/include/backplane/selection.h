@@ -3,8 +3,8 @@
 // Plugins register their kernels with TORCH_LIBRARY_IMPL through the core's macros
 // (kernel.h), so the core knows every (op, dispatch key, plugin) offer. One offer: the
 // dispatcher calls that plugin's kernel directly. Two or more: the core installs one
-// kernel for (op, key) that calls the chosen plugin's kernel (a boxed call: a few
-// hundred nanoseconds more per call, only for such ops), and the choice can change at
+// kernel for (op, key) that calls the chosen plugin's kernel (a boxed call, slower than
+// a direct one: only for such ops; bench/results/), and the choice can change at
 // any time, in a running process, under torch.compile too (compiled code calls the op
 // through the dispatcher on every call).
 //

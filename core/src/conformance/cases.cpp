@@ -3,7 +3,7 @@
 // the result against the reference (evaluated on the CPU in float64, rounded to the
 // dtype), a new output's dtype, device and contiguity, inputs left untouched, and for
 // ops that write: written in place, and nothing outside the written view changed.
-#include "cases.h"
+#include "conformance/cases.h"
 
 #include <backplane/conformance_inputs.h>
 #include <backplane/reference_expr.h>

@@ -3,7 +3,7 @@
 #include <backplane/conformance.h>
 #include <backplane/selection.h>
 
-#include "cases.h"
+#include "conformance/cases.h"
 #include <backplane/conformance_inputs.h>
 
 #include <c10/core/DispatchKey.h>

@@ -1,0 +1,60 @@
+// Pieces shared by the `backplane` command's subcommands (commands/, one file each).
+#pragma once
+
+#include <backplane/loader.h>
+#include <backplane/registry.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace backplane::cli {
+
+// Exit codes, as `backplane --help` documents them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;  // a check, a run or a named backend failed
+inline constexpr int kExitUsage = 2;   // bad command line
+
+struct Options {
+  std::optional<std::vector<std::string>> backends;  // --backends a,b (unset: BACKPLANE_BACKENDS, else all found)
+  LoadOptions load;                                  // --plugin-dir DIR
+  std::vector<std::string> ops;                      // --ops a,b: only these (check)
+  bool json = false;                                 // --json: machine-readable output on stdout
+  bool verbose = false;                              // -v: every failure in full
+  std::vector<std::string> rest;                     // what the subcommand reads itself (run)
+};
+
+// A backend list as --backends or BACKPLANE_BACKENDS gives it ("cpu,cuda"; "none": none),
+// trimmed. Throws std::invalid_argument for an empty entry or "none" beside names:
+// `what` is "--backends 'v'" or "BACKPLANE_BACKENDS='v'". Python's import reads the
+// variable by the same rule (_environment_backends in python/backplane/__init__.py).
+std::vector<std::string> backend_names(const std::string& value, const std::string& what, const std::string& unset);
+
+// Loads what the options name (throws BackendError), or every backend found when
+// none is named (broken ones are recorded, never thrown). Returns the records selected.
+std::vector<BackendRecord> load_selected(const Options& options);
+
+// The width of a table's OP column (ops, check): the longest op id plus two spaces.
+inline int op_column_width(const std::vector<std::reference_wrapper<const OpDef>>& ops) {
+  size_t longest = 14;
+  for (const OpDef& op : ops) longest = std::max(longest, op.id().size());
+  return static_cast<int>(longest + 2);
+}
+
+inline std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+
+// One per file in commands/.
+int list_command(const Options& options);
+int ops_command(const Options& options);
+int check_command(const Options& options);
+int run_command(const Options& options);
+int new_backend_command(const Options& options);
+int bench_command(const Options& options);
+
+}  // namespace backplane::cli

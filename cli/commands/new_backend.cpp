@@ -1,0 +1,288 @@
+// `backplane new-backend NAME --dispatch-key KEY [--dir DIR]`: writes a self-contained
+// plugin project that builds against an installed Backplane (find_package(Backplane)),
+// out of this repository: CMakeLists.txt, one kernel file per registry op (a stub with
+// the op's C++ signature, unregistered, so the backend starts with every op "not
+// implemented"), a README, a conformance test and a pyproject.toml for its own wheel.
+// For PrivateUse1 it also writes a running device: the npu plugin's device layer
+// (emulated driver, allocator, guard, streams, hooks, copies, CPU fallback, device
+// module and its device-level tests), renamed, from the template that ships with
+// Backplane (share/backplane/templates/PrivateUse1, which is backends/npu). The other
+// files are written from cli/templates/new-backend (share/backplane/templates/new-backend):
+// each @KEY@ placeholder is replaced by its value, in one pass.
+#include "cli.h"
+
+#include <backplane/registry.h>
+
+#include <c10/core/Device.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+// The source tree's templates, for a command run from its build directory (cli/CMakeLists.txt).
+#ifndef BACKPLANE_NPU_SOURCE_DIR
+#define BACKPLANE_NPU_SOURCE_DIR nullptr
+#endif
+#ifndef BACKPLANE_NEW_BACKEND_SOURCE_DIR
+#define BACKPLANE_NEW_BACKEND_SOURCE_DIR nullptr
+#endif
+
+namespace backplane::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The C++ parameter type a kernel takes for a schema argument; empty when the scaffold
+// cannot say (the stub then names the schema type for the vendor to fill in).
+std::string cpp_type(const c10::Argument& arg) {
+  const c10::TypePtr& type = arg.type();
+  switch (type->kind()) {
+    case c10::TypeKind::TensorType:
+      return arg.alias_info() && arg.alias_info()->isWrite() ? "at::Tensor&" : "const at::Tensor&";
+    case c10::TypeKind::NumberType: return "const at::Scalar&";
+    case c10::TypeKind::FloatType: return "double";
+    case c10::TypeKind::IntType: return "int64_t";
+    case c10::TypeKind::SymIntType: return "int64_t";
+    case c10::TypeKind::BoolType: return "bool";
+    case c10::TypeKind::StringType: return "c10::string_view";
+    case c10::TypeKind::ListType: {
+      const auto element = type->containedType(0)->kind();
+      if (element == c10::TypeKind::IntType || element == c10::TypeKind::SymIntType) return "at::IntArrayRef";
+      if (element == c10::TypeKind::FloatType) return "at::ArrayRef<double>";
+      if (element == c10::TypeKind::TensorType) return "at::TensorList";
+      break;
+    }
+    case c10::TypeKind::OptionalType:
+      if (type->containedType(0)->kind() == c10::TypeKind::TensorType) return "const std::optional<at::Tensor>&";
+      break;
+    default: break;
+  }
+  return "/* " + type->str() + ": fill in the C++ type */ auto";
+}
+
+bool lower(char c) { return std::islower(static_cast<unsigned char>(c)) != 0; }
+bool upper(char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; }
+bool letter(char c) { return lower(c) || upper(c); }
+
+// npu -> name, Npu -> Name, NPU -> NAME wherever the template's device name stands as a
+// word or a part of an identifier (npuMalloc, kNpu, BACKPLANE_NPU_X, backplane_npu),
+// never inside another word (input, INPUT).
+std::string rename_device(const std::string& text, const std::string& name) {
+  std::string capital = name, shout = name;
+  capital[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(capital[0])));
+  for (char& c : shout) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const char before = i > 0 ? text[i - 1] : ' ';
+    const char after = i + 3 < text.size() ? text[i + 3] : ' ';
+    if (text.compare(i, 3, "npu") == 0 && !letter(before) && !lower(after)) {
+      out += name;
+    } else if (text.compare(i, 3, "Npu") == 0 && !upper(before) && !lower(after)) {
+      out += capital;
+    } else if (text.compare(i, 3, "NPU") == 0 && !letter(before) && !upper(after)) {
+      out += shout;
+    } else {
+      out += text[i++];
+      continue;
+    }
+    i += 3;
+  }
+  return out;
+}
+
+// A template folder: installed beside the command (share/backplane/templates/NAME), or
+// `source` in the source tree for a command run from a build directory. It must hold
+// `marker`.
+std::optional<fs::path> find_template(const std::string& name, const char* source, const std::string& marker) {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) candidates.push_back(exe.parent_path() / ".." / "share" / "backplane" / "templates" / name);
+  if (source) candidates.push_back(source);
+  for (const auto& dir : candidates)
+    if (fs::exists(dir / marker)) return fs::canonical(dir);
+  return std::nullopt;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+using Values = std::map<std::string, std::string>;
+
+// `text` with each @KEY@ of `values` replaced, in one pass: a value is never read for
+// placeholders. A placeholder alone on its line whose value is empty or ends in a newline
+// (a block) takes the whole line.
+std::string fill(const std::string& text, const Values& values) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t end = text[i] == '@' ? text.find('@', i + 1) : std::string::npos;
+    const auto value = end == std::string::npos ? values.end() : values.find(text.substr(i + 1, end - i - 1));
+    if (value == values.end()) {
+      out += text[i++];
+      continue;
+    }
+    const std::string& v = value->second;
+    const bool block = (v.empty() || v.back() == '\n') && (i == 0 || text[i - 1] == '\n') && end + 1 < text.size() &&
+                       text[end + 1] == '\n';
+    out += v;
+    i = end + (block ? 2 : 1);
+  }
+  return out;
+}
+
+// Template `rel` of folder `dir`, filled in.
+std::string from_template(const fs::path& dir, const std::string& rel, const Values& values) {
+  if (!fs::is_regular_file(dir / rel))
+    throw std::runtime_error("the template " + (dir / rel).string() + " is missing; reinstall Backplane");
+  return fill(read_file(dir / rel), values);
+}
+
+// kernels/OP.cpp: the op's C++ signature, unregistered.
+std::string kernel_stub(const fs::path& templates, const OpDef& op, Values values) {
+  const bool writes = op.writes();
+  const std::string& key = values["KEY"];
+  // One output: `out`; several (rms_norm_backward's dx and dweight): out0, out1, ...
+  std::string params;
+  for (size_t k = 0; k < op.new_outputs(); ++k)
+    params += (params.empty() ? "" : ", ") + std::string("at::Tensor& out") + (op.new_outputs() == 1 ? "" : std::to_string(k));
+  for (const c10::Argument& arg : op.arguments)
+    params += (params.empty() ? "" : ", ") + cpp_type(arg) + " " + arg.name();
+  values["OP"] = op.name;
+  values["SCHEMA"] = op.schema;
+  values["DOC"] = op.doc;
+  values["PARAMS"] = params;
+  values["OUTPUTS"] = writes                    ? ""
+                      : op.new_outputs() == 1 ? ", allocated `out` with\n// the result's sizes"
+                                              : ", allocated the outputs with\n// their sizes";
+  values["LAYOUT_NOTE"] =
+      op.shape.kind == ShapeRuleKind::Broadcast ? from_template(templates, "kernel-broadcast.cpp.in", values) : "";
+  values["DEVICE_NOTE"] = key == "PrivateUse1" ? from_template(templates, "PrivateUse1/kernel-device.cpp.in", values) : "";
+  values["NAMESPACE"] = (key == "PrivateUse1" ? "backplane::" : "") + values["NAME"];
+  values["REGISTER"] = writes ? "BACKPLANE_WRITING_KERNEL" : "BACKPLANE_KERNEL";
+  return from_template(templates, "kernel.cpp.in", values);
+}
+
+// Why `name` cannot name a new backend, or empty. A PyTorch device type's name (as torch
+// parses one: xpu, meta, privateuseone, ...) cannot name a PrivateUse1 device: torch
+// refuses some when the plugin loads (a backtrace) and parses the others as its own
+// device; for any key it would read as that device. An in-tree backend's would shadow it.
+std::string reserved_name(const std::string& name) {
+  if (name == "cpu" || name == "cuda" || name == "npu") return "the name of an in-tree Backplane backend";
+  try {
+    (void)c10::Device(name);
+    return "the name of a PyTorch device type (torch.device('" + name + "'))";
+  } catch (const c10::Error&) {
+    return "";  // not a device type torch knows
+  }
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+}  // namespace
+
+int new_backend_command(const Options& options) {
+  std::string name, key, dir;
+  for (size_t i = 0; i < options.rest.size(); ++i) {
+    const std::string& arg = options.rest[i];
+    if (arg == "--dispatch-key" && i + 1 < options.rest.size()) key = options.rest[++i];
+    else if (arg == "--dir" && i + 1 < options.rest.size()) dir = options.rest[++i];
+    else if (name.empty()) name = arg;
+    else {
+      std::cerr << "backplane new-backend: unexpected argument '" << arg << "'\n";
+      return kExitUsage;
+    }
+  }
+  if (name.empty() || key.empty()) {
+    std::cerr << "backplane new-backend: usage: backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--dir DIR]\n";
+    return kExitUsage;
+  }
+  if (!is_valid_backend_name(name)) {
+    std::cerr << "backplane new-backend: invalid backend name '" << name
+              << "': expected a plain identifier ([A-Za-z_][A-Za-z0-9_]*) other than 'core'\n";
+    return kExitUsage;
+  }
+  if (const std::string why = reserved_name(name); !why.empty()) {
+    std::cerr << "backplane new-backend: '" << name << "' is " << why << "; choose another name\n";
+    return kExitUsage;
+  }
+  if (key != "CPU" && key != "CUDA" && key != "PrivateUse1") {
+    std::cerr << "backplane new-backend: --dispatch-key '" << key << "': expected CPU, CUDA or PrivateUse1\n";
+    return kExitUsage;
+  }
+  const std::optional<fs::path> templates =
+      find_template("new-backend", BACKPLANE_NEW_BACKEND_SOURCE_DIR, "kernel.cpp.in");
+  if (!templates) {
+    std::cerr << "backplane new-backend: the templates (share/backplane/templates/new-backend) were not found "
+                 "beside this command; reinstall Backplane\n";
+    return kExitFailed;
+  }
+  std::optional<fs::path> device_template;
+  if (key == "PrivateUse1") {
+    device_template = find_template("PrivateUse1", BACKPLANE_NPU_SOURCE_DIR, "runtime");
+    if (!device_template) {
+      std::cerr << "backplane new-backend: the PrivateUse1 template (share/backplane/templates/PrivateUse1) was not "
+                   "found beside this command; reinstall Backplane\n";
+      return kExitFailed;
+    }
+    // The name becomes a torch device type ("acme:0"), which torch parses as letters and '_'.
+    for (char c : name)
+      if (!lower(c) && c != '_') {
+        std::cerr << "backplane new-backend: a PrivateUse1 backend's name is also its torch device type, which "
+                     "takes lowercase letters and '_' only; found '" << name << "'\n";
+        return kExitUsage;
+      }
+  }
+  const fs::path root = dir.empty() ? fs::path(name) : fs::path(dir);
+  if (fs::exists(root) && !fs::is_empty(root)) {
+    std::cerr << "backplane new-backend: " << root.string() << " exists and is not empty; choose another --dir\n";
+    return kExitFailed;
+  }
+  size_t files = 0;
+  auto emit = [&](const fs::path& rel, const std::string& text) {
+    write(root / rel, text);
+    ++files;
+  };
+  const Values values = {{"NAME", name}, {"KEY", key}};
+  Values readme = values;
+  readme["DEVICE_NOTE"] = device_template ? from_template(*templates, "PrivateUse1/README-device.md.in", values) : "";
+  emit("CMakeLists.txt", from_template(*templates, key + "/CMakeLists.txt.in", values));
+  emit("README.md", from_template(*templates, "README.md.in", readme));
+  emit("pyproject.toml", from_template(*templates, "pyproject.toml.in", values));
+  if (device_template) {
+    // The device layer, renamed; the template's kernels are replaced by the stubs below.
+    for (const auto& entry : fs::recursive_directory_iterator(*device_template)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string rel = fs::relative(entry.path(), *device_template).generic_string();
+      if (rel.rfind("kernels/", 0) == 0 || rel == "CMakeLists.txt" || rel == "README.md" ||
+          rel.find("__pycache__") != std::string::npos)
+        continue;
+      emit(rename_device(rel, name), rename_device(read_file(entry.path()), name));
+    }
+  } else {
+    emit(fs::path("python") / ("backplane_" + name) / "__init__.py", from_template(*templates, "package_init.py.in", values));
+  }
+  emit(fs::path("tests") / ("test_" + name + ".py"), from_template(*templates, "test_backend.py.in", values));
+  for (const OpDef& op : registry().ops())
+    emit(fs::path("kernels") / (op.name + ".cpp"), kernel_stub(*templates, op, values));
+  std::cout << "wrote " << files << " files to " << root.string() << "/ (" << registry().ops().size()
+            << " kernel stubs, none registered yet)\nnext:\n  cmake -S " << root.string() << " -B "
+            << (root / "build").string() << " && cmake --build " << (root / "build").string()
+            << "\n  backplane check " << name << " --plugin-path " << (root / "build" / "lib").string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace backplane::cli

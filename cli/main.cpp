@@ -1,0 +1,235 @@
+// The `backplane` command: its usage, the flags every command shares, and the dispatch
+// to one file per command (commands/). Every subcommand takes --help; unknown flags and
+// extra arguments exit 2 with its usage; list, ops, check and run take --json.
+#include "cli.h"
+#include "plugin_probe.h"
+
+#include <backplane/registry.h>
+#include <backplane/selection.h>
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace backplane::cli {
+namespace {
+
+constexpr const char* kCommonFlags = R"(common flags:
+  --backends a,b     load exactly these (default: $BACKPLANE_BACKENDS, else every plugin found;
+                     "none" loads none)
+  --plugin-path DIRS more plugin directories (a colon list), searched after the installed
+                     plugins and before $BACKPLANE_PLUGIN_PATH (--plugin-dir: the same)
+  --prefer SPEC      which plugin serves an op where two serve one device:
+                     "rms_norm:cpu_alt,cpu;*:cpu" (as $BACKPLANE_PREFER)
+  -h, --help         this help
+)";
+
+constexpr const char* kUsage = R"(usage: backplane <command> [flags]
+
+commands:
+  list    every plugin on the search path, each loaded if it can be: status, dispatch key,
+          version, ops, and the path or the reason it failed
+  ops     the coverage table: each registry op on each backend (dtypes measured by calling
+          it), and which plugin serves each op where two serve one device
+  check   [BACKEND...] the conformance suite (every op against its PyTorch reference) on each
+          backend (or those named)
+  run     MODEL.pt2 --input MODEL.io.pt: run an AOTInductor package with no Python, check it
+          against the reference saved at export, report latency
+  new-backend NAME --dispatch-key KEY: write a plugin project to build out of this tree
+  bench   every op on each backend beside PyTorch and copy_ (Google Benchmark); --compare, --plot
+
+`backplane <command> --help` shows a command's flags.
+
+exit codes:
+  0  success
+  1  a check, a run or a named backend failed
+  2  bad command line (unknown command or flag, missing value, extra argument)
+)";
+
+struct Command {
+  const char* usage;                // first help line
+  const char* summary;              // what it does
+  std::vector<std::string> flags;   // its own flags besides the common ones
+  std::vector<std::string> valued;  // those that take a value
+  bool positional = false;          // takes positional arguments (run: the package)
+  std::function<int(const Options&)> run;
+};
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> all = {
+      {"list", {"backplane list [--json] [common flags]", "Every plugin on the search path, loaded if it can be.", {"--json"}, {}, false, list_command}},
+      {"ops", {"backplane ops [--json] [common flags]", "The coverage table op x backend, and which plugin serves each op.", {"--json"}, {}, false, ops_command}},
+      {"check",
+       {"backplane check [BACKEND...] [--ops a,b] [-v] [--allow-missing-device] [--json] [common flags]",
+        "The conformance suite on each backend: one line per op; an op a backend lacks is 'not implemented on "
+        "BACKEND'.\nExits 1 when a check fails, when a backend named (as an argument, --backends or\n"
+        "$BACKPLANE_BACKENDS) has no device here, or when nothing was checked.\n"
+        "  --ops a,b                only these ops\n"
+        "  -v                       every failure in full (dispatcher detail included)\n"
+        "  --allow-missing-device   a backend with no device here is listed as not checked, and the\n"
+        "                           exit code ignores it (CI on a machine without the device)",
+        {"--json", "-v", "--ops", "--allow-missing-device"}, {"--ops"}, true, check_command}},
+      {"new-backend",
+       {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--dir DIR]",
+        "Write a plugin project for a new backend, built out of this tree against an installed Backplane:\n"
+        "CMakeLists.txt (find_package(Backplane)), one kernel stub per registry op (none registered, so every\n"
+        "op starts 'not implemented'), a README, a conformance test and a pyproject.toml for its own wheel.\n"
+        "  --dispatch-key KEY   CPU, CUDA, or PrivateUse1 (a new device: also a running device layer over an\n"
+        "                       emulated driver, from Backplane's npu device, renamed)\n"
+        "  --dir DIR            where to write it (default: ./NAME; must be empty or absent)",
+        {"--dispatch-key", "--dir"}, {"--dispatch-key", "--dir"}, true, new_backend_command}},
+      {"run",
+       {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] [common flags]",
+        "Run an AOTInductor package from C++ with no Python, check it against the saved reference, report latency.\n"
+        "Each input is checked against the layout the package was compiled for (other strides are copied, other\n"
+        "sizes, dtypes or devices refused). The plugin serving each backplane op is compared with the one the\n"
+        "package was made with: another is refused unless --allow-plugin-change.\n"
+        "  --input FILE            the reference file the pipeline's export step wrote\n"
+        "  --repeat N              timed runs per case, 1 to 100000 (default 20)\n"
+        "  --allow-plugin-change   run although another plugin serves an op than at packaging",
+        {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
+      {"bench",
+       {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..] [--repetitions N] [--json F] [--compare BASE.json] "
+        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--side-by-side] [--min-time S] [--interleave] "
+        "[--cuda-graph] [common flags]",
+        "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
+        "bandwidth, each row checked against its reference first (Google Benchmark; engine: backplane_bench).\n"
+        "  --ops a,b              these ops (default: all)\n"
+        "  --dtypes a,b           float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
+        "  --shapes a,b           the registry's bench presets by name (default: all)\n"
+        "  --repetitions N        repetitions of each row, 1 to 1000 (default 5): median and spread\n"
+        "  --min-time SECONDS     least time per repetition, above 0 and at most 3600 (Google Benchmark's default 0.5)\n"
+        "  --interleave           the repetitions of all rows in a random order (Google Benchmark's random\n"
+        "                         interleaving): a drift of the machine's speed falls on every row alike\n"
+        "  --cuda-graph           time cuda rows as replays of a CUDA graph of each batch of calls: the kernels'\n"
+        "                         time without the host's launch cost (ops shorter than a launch need it)\n"
+        "  --json FILE            Google Benchmark's JSON of the run\n"
+        "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
+        "                         significant regression beyond --threshold (default 5%)\n"
+        "  --compare-backends A,B backend B against A in this run, the same way\n"
+        "  --plot FILE.png        GB/s per op and backend with the copy_ roofline (matplotlib)\n"
+        "  --side-by-side         markdown: a row per op, preset and dtype, a group of columns per backend\n"
+        "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`;\n"
+        "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
+         "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph"},
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
+         "--threshold", "--plot"},
+        false, bench_command}},
+  };
+  return all;
+}
+
+void print_help(const Command& c, std::ostream& out) {
+  out << "usage: " << c.usage << "\n\n" << c.summary << "\n\n" << kCommonFlags;
+}
+
+}  // namespace
+}  // namespace backplane::cli
+
+int main(int argc, char** argv) {
+  using namespace backplane::cli;
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string name = argv[1];
+  if (name == "__probe" && argc == 4) probe_command(argv[2], argv[3]);  // the child of probe_in_child
+  if (name == "-h" || name == "--help" || name == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  auto it = commands().find(name);
+  if (it == commands().end()) {
+    std::cerr << "backplane: unknown command '" << name << "'\n\n" << kUsage;
+    return kExitUsage;
+  }
+  const Command& command = it->second;
+  auto usage_error = [&](const std::string& what) {
+    std::cerr << "backplane " << name << ": " << what << "\n\n";
+    print_help(command, std::cerr);
+    return kExitUsage;
+  };
+  Options options;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      print_help(command, std::cout);
+      return kExitOk;
+    }
+    const bool common_valued =
+        arg == "--backends" || arg == "--plugin-path" || arg == "--plugin-dir" || arg == "--prefer";
+    const bool own = std::count(command.flags.begin(), command.flags.end(), arg) > 0;
+    const bool own_valued = std::count(command.valued.begin(), command.valued.end(), arg) > 0;
+    if ((common_valued || own_valued) && i + 1 >= argc) return usage_error(arg + " needs a value");
+    if (arg == "--backends") {
+      const std::string value = argv[++i];
+      try {
+        options.backends = backend_names(value, "--backends '" + value + "'", "");
+      } catch (const std::invalid_argument& e) {
+        return usage_error(e.what());
+      }
+    } else if (arg == "--plugin-path" || arg == "--plugin-dir") {
+      const std::string value = argv[++i];
+      options.load.dir = options.load.dir ? *options.load.dir + ":" + value : value;
+    } else if (arg == "--prefer") {
+      try {
+        backplane::prefer_from_string(argv[++i]);
+      } catch (const std::exception& e) {
+        return usage_error(std::string("--prefer: ") + e.what());
+      }
+    } else if (own && arg == "--json" && !own_valued) {
+      options.json = true;
+    } else if (own && arg == "-v") {
+      options.verbose = true;
+    } else if (own && arg == "--ops") {
+      options.ops = split(argv[++i]);
+      for (const auto& op : options.ops)  // a plugin's own op (ns::name) is known once it loads: checked then
+        if (!backplane::find_op_def(op) && op.find("::") == std::string::npos)
+          return usage_error("--ops: the registry has no op '" + op + "'");
+    } else if (own) {  // the subcommand's own flags (run): passed on with their value
+      options.rest.push_back(arg);
+      if (own_valued) options.rest.push_back(argv[++i]);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage_error("unknown flag '" + arg + "'");
+    } else if (command.positional) {
+      options.rest.push_back(arg);
+    } else {
+      return usage_error("unexpected argument '" + arg + "'");
+    }
+  }
+  if (name == "check") {  // `backplane check acme`: as --backends acme; its flags stay in rest
+    std::vector<std::string> named, flags;
+    for (auto& arg : options.rest) (arg[0] == '-' ? flags : named).push_back(arg);
+    if (!named.empty()) {
+      if (options.backends) return usage_error("name backends either as arguments or with --backends, not both");
+      options.backends = named;
+    }
+    options.rest = flags;
+  }
+  try {
+    return command.run(options);
+  } catch (const backplane::BackendError& e) {
+    std::cerr << "backplane " << name << ": " << e.what() << "\n";
+    return kExitFailed;
+  } catch (const c10::Error& e) {  // a bad package or input file, as torch reports it
+    std::cerr << "backplane " << name << ": " << e.what_without_backtrace() << "\n";
+    return kExitFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "backplane " << name << ": " << e.what() << "\n";
+    return kExitFailed;
+  }
+}

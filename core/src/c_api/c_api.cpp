@@ -1,0 +1,316 @@
+// A small C interface over the loader and the registry, for the Python package
+// (ctypes). C, so that no C++ type crosses into Python and no exception escapes:
+// every call returns a status and a malloc'd UTF-8 string (JSON or an error
+// message) that the caller frees with backplane_c_free. Status 0: JSON; 1: a backend
+// error; 2: an internal error; 3: bad input from the caller (a preference, an op name).
+#include <backplane/conformance.h>
+#include <backplane/coverage.h>
+#include <backplane/loader.h>
+#include <backplane/plugin_abi.h>
+#include <backplane/registry.h>
+#include <backplane/selection.h>
+
+#include <backplane/json_writer.h>
+
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <sstream>
+
+namespace backplane {
+namespace {
+
+char* give(const std::string& text) {
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+
+std::string records_json(const std::vector<BackendRecord>& records) {
+  std::vector<std::string> items;
+  for (const auto& r : records) items.push_back(json::backend_record(r));
+  return json::array(items);
+}
+
+std::string ivalue_json(const c10::IValue& v) {
+  if (v.isIntList()) {
+    std::string out;
+    for (auto i : v.toIntVector()) out += (out.empty() ? "" : ", ") + std::to_string(i);
+    return "[" + out + "]";
+  }
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) {
+    std::ostringstream out;
+    out.precision(17);
+    out << v.toDouble();
+    return out.str();
+  }
+  if (v.isBool()) return v.toBool() ? "true" : "false";
+  return "null";
+}
+
+std::string inputs_json(const std::vector<OpInputs>& list) {
+  std::vector<std::string> items;
+  for (const auto& in : list) {
+    json::Object args;
+    for (const auto& [name, value] : in.args) args.raw(name, ivalue_json(value));
+    json::Object item;
+    item.str("name", in.name).raw("args", args.done());
+    if (!in.layout.empty()) item.str("layout", in.layout);  // bench presets: every Tensor argument's layout
+    items.push_back(item.done());
+  }
+  return json::array(items);
+}
+
+// The Tensor arguments with a `backward:` formula, in schema order.
+std::vector<std::string> differentiable_args(const OpDef& def) {
+  std::vector<std::string> names;
+  for (const std::string& name : def.tensor_args)
+    if (def.backward.count(name)) names.push_back(name);
+  return names;
+}
+
+std::string ops_json() {
+  std::vector<std::string> rows;
+  for (const auto& row : coverage(backends())) {
+    const OpDef& def = *find_op_def(row.op);
+    std::vector<std::string> dtypes, cells;
+    for (auto dtype : def.dtypes) dtypes.push_back(dtype_name(dtype));
+    for (const auto& cell : row.backends)
+      cells.push_back(json::Object()
+                          .str("backend", cell.backend)
+                          .str("status", to_string(cell.status))
+                          .raw("implemented", cell.implemented ? "true" : "false")
+                          .raw("dtypes", json::list(cell.dtypes))
+                          .done());
+    json::Object backward;  // argument -> its formula (a key naming several: each of them)
+    for (const auto& [arg, gradient] : def.backward) backward.str(arg, gradient.formula);
+    rows.push_back(json::Object()
+                       .str("name", row.op)
+                       .str("namespace", def.ns)
+                       .str("schema", def.schema)
+                       .str("doc", row.doc)
+                       .raw("dtypes", json::list(dtypes))
+                       .raw("backends", json::array(cells))
+                       .raw("arguments", json::list(def.arg_names))
+                       .raw("tensor_args", json::list(def.tensor_args))
+                       .raw("differentiable", json::list(differentiable_args(def)))
+                       .str("reference", def.checks.reference)
+                       .str("baseline", def.checks.baseline)
+                       .raw("backward", backward.done())
+                       .raw("samples", inputs_json(def.checks.samples))
+                       .raw("bench", inputs_json(def.checks.bench))
+                       .done());
+  }
+  return json::array(rows);
+}
+
+// The registry's custom classes, for the Python package's generated fake classes.
+std::string classes_json() {
+  std::vector<std::string> items;
+  for (const ClassDef& cls : registry().classes()) {
+    std::vector<std::string> state, methods;
+    for (const auto& f : cls.state) state.push_back(json::Object().str("name", f.name).str("type", f.type).done());
+    for (const auto& m : cls.methods)
+      methods.push_back(json::Object()
+                            .str("name", m.name)
+                            .str("schema", m.schema)
+                            .str("doc", m.doc)
+                            .str("kind", m.kind == MethodDef::Kind::CallsOp ? "calls" : "returns")
+                            .str("target", m.target)
+                            .done());
+    items.push_back(json::Object()
+                        .str("name", cls.name)
+                        .str("doc", cls.doc)
+                        .str("init", cls.init)
+                        .raw("state", json::array(state))
+                        .raw("methods", json::array(methods))
+                        .done());
+  }
+  return json::array(items);
+}
+
+// Collects c10 warnings for the scope instead of printing them.
+struct CollectWarnings : c10::WarningHandler {
+  std::vector<std::string> messages;
+  c10::WarningUtils::WarningHandlerGuard guard{this};
+  void process(const c10::Warning& warning) override { messages.push_back(warning.msg()); }
+};
+
+template <typename Fn>
+int guarded(char** out, Fn&& fn) {
+  try {
+    *out = give(fn());
+    return 0;
+  } catch (const BackendError& e) {
+    *out = give(e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    *out = give(std::string("internal error: ") + e.what());
+    return 2;
+  }
+}
+
+// For the entry points that take a caller's text (preferences, check's ops): a bad one is
+// status 3, which Python raises as ValueError, not an internal error.
+template <typename Fn>
+int guarded_input(char** out, Fn&& fn) {
+  std::optional<std::string> bad;
+  const int status = guarded(out, [&]() -> std::string {
+    try {
+      return fn();
+    } catch (const std::invalid_argument& e) {
+      bad = e.what();
+      return "";
+    }
+  });
+  if (!bad) return status;
+  std::free(*out);
+  *out = give(*bad);
+  return 3;
+}
+
+// A comma list as written: "a,,b" keeps its empty entry for the checks to name.
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  std::string::size_type start = 0;
+  for (auto comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  out.push_back(text.substr(start));
+  return out;
+}
+
+std::string known_ops() {
+  std::string out;
+  for (const OpDef& op : all_ops()) out += (out.empty() ? "" : ", ") + op.id();
+  return out;
+}
+
+// check's op list as ids; throws std::invalid_argument naming an unknown op and the known.
+std::vector<std::string> ops_to_check(const std::string& text) {
+  std::vector<std::string> ids;
+  for (const auto& op : comma_list(text)) {
+    if (op.empty()) continue;
+    const OpDef* def = find_op_def(op);
+    if (def == nullptr)
+      throw std::invalid_argument("check: no op '" + op + "' in the registry or a loaded plugin's fragment; known: " +
+                                  known_ops());
+    ids.push_back(def->id());
+  }
+  return ids;
+}
+
+}  // namespace
+}  // namespace backplane
+
+extern "C" {
+
+// Loads one backend; dir may be NULL. 0: *out is the record as JSON; 1: *out is the
+// reason it failed; 2: *out is an internal error.
+// The record carries "warnings": what the load warned about (a plugin conflict, say),
+// for Python to raise as warnings rather than leave on the C++ stderr.
+__attribute__((visibility("default"))) int backplane_c_load(const char* name, const char* dir, char** out) {
+  return backplane::guarded(out, [&] {
+    backplane::LoadOptions options;
+    if (dir != nullptr) options.dir = dir;
+    backplane::CollectWarnings collect;
+    const std::string record = backplane::json::backend_record(backplane::load(std::string(name), options));
+    return record.substr(0, record.size() - 1) + ", \"warnings\": " + backplane::json::list(collect.messages) + "}";
+  });
+}
+
+__attribute__((visibility("default"))) int backplane_c_backends(char** out) {
+  return backplane::guarded(out, [] { return backplane::records_json(backplane::backends()); });
+}
+
+__attribute__((visibility("default"))) int backplane_c_ops(char** out) {
+  return backplane::guarded(out, [] { return backplane::ops_json(); });
+}
+
+__attribute__((visibility("default"))) int backplane_c_classes(char** out) {
+  return backplane::guarded(out, [] { return backplane::classes_json(); });
+}
+
+__attribute__((visibility("default"))) int backplane_c_info(char** out) {
+  return backplane::guarded(out, [] {
+    return backplane::json::Object()
+        .str("version", backplane::core_version())
+        .str("torch", backplane::torch_major_minor())
+        .raw("plugin_abi", std::to_string(backplane::kPluginAbi))
+        .raw("search_path", backplane::json::list(backplane::plugin_search_path()))
+        .done();
+  });
+}
+
+// Per-op plugin selection (selection.h): replaces every preference with spec
+// ("op:a,b;op2:c"; "" clears them). *out is the new preferences string; 3: a bad spec.
+__attribute__((visibility("default"))) int backplane_c_set_preferences(const char* spec, char** out) {
+  return backplane::guarded_input(out, [&] {
+    backplane::set_preferences(spec);
+    return backplane::json::quote(backplane::preferences_string());
+  });
+}
+
+// Sets op's preference to plugins (a comma list; "" clears it) until released: *out is
+// the hold's token (hold_preference in selection.h). 3: a bad op or plugin name.
+__attribute__((visibility("default"))) int backplane_c_hold_preference(const char* op, const char* plugins, char** out) {
+  return backplane::guarded_input(out, [&] {
+    return std::to_string(backplane::hold_preference(op, backplane::comma_list(plugins)));
+  });
+}
+
+// Ends a hold: withdraw != 0 takes its preference back, 0 keeps it for good. *out is the
+// preferences string now.
+__attribute__((visibility("default"))) int backplane_c_release_preference(std::uint64_t token, int withdraw,
+                                                                        char** out) {
+  return backplane::guarded(out, [&] {
+    backplane::release_preference(token, withdraw != 0);
+    return backplane::json::quote(backplane::preferences_string());
+  });
+}
+
+__attribute__((visibility("default"))) int backplane_c_serving(char** out) {
+  return backplane::guarded(out, [] {
+    std::vector<std::string> rows;
+    for (const auto& s : backplane::serving()) rows.push_back(backplane::json::serving_record(s));
+    return backplane::json::Object()
+        .raw("serving", backplane::json::array(rows))
+        .str("preferences", backplane::preferences_string())
+        .done();
+  });
+}
+
+// The conformance suite on a loaded backend; ops is a comma list or "" for all. 1: the
+// backend is not loaded or has no device here; 3: an op that no loaded registry defines.
+__attribute__((visibility("default"))) int backplane_c_check(const char* backend, const char* ops, char** out) {
+  return backplane::guarded_input(out, [&] {
+    const backplane::BackendRecord record = backplane::load(std::string(backend));
+    const std::vector<std::string> only = backplane::ops_to_check(ops);  // after loading: its own ops are known
+    std::string why;
+    const auto device = backplane::conformance::device_for_key(record.dispatch_key, &why);
+    if (!device) throw backplane::BackendError("backend '" + record.name + "' cannot be checked here: " + why);
+    std::vector<std::string> rows;
+    for (const auto& r : backplane::conformance::check_backend(record, *device, only))
+      rows.push_back(backplane::json::Object()
+                         .str("backend", r.backend)
+                         .str("op", r.op)
+                         .str("case", r.case_name)
+                         .str("dtype", r.dtype)
+                         .str("outcome", backplane::conformance::to_string(r.outcome))
+                         .str("detail", r.detail)
+                         .done());
+    return backplane::json::array(rows);
+  });
+}
+
+__attribute__((visibility("default"))) void backplane_c_free(char* text) { std::free(text); }
+
+}  // extern "C"

@@ -1,0 +1,139 @@
+#include <backplane/manifest.h>
+#include <backplane/plugin_abi.h>
+
+#include "plugins/posix_files.h"
+#include "registry/yaml_strict.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace backplane {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const YAML::Node& node, const std::string& message) {
+  const YAML::Mark mark = node.Mark();
+  std::string where = path;
+  if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+  throw std::runtime_error("bad manifest " + where + ": " + message);
+}
+
+template <typename T>
+T field(const std::string& path, const YAML::Node& root, const char* key, const char* expected) {
+  const YAML::Node node = root[key];
+  if (!node) fail(path, root, std::string("missing key '") + key + "' (" + expected + ")");
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(path, node, std::string("key '") + key + "' should be " + expected);
+  }
+}
+
+}  // namespace
+
+Manifest read_manifest(const std::string& path) {
+  std::string why;
+  const std::optional<std::string> text = detail::read_regular_file(path, why);
+  if (!text) throw std::runtime_error("cannot read manifest " + path + ": " + why);
+  YAML::Node root;
+  try {
+    root = YAML::Load(*text);
+  } catch (const YAML::ParserException& e) {
+    throw std::runtime_error("bad manifest " + path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                             std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) fail(path, root, "expected a mapping of plugin facts");
+  // A repeated key would be read once and the other value dropped; an unknown key is
+  // a misspelling or a manifest for another core, never something to skip.
+  if (auto problem = detail::find_duplicate_key(root)) fail(path, problem->node, problem->message);
+  static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key", "registration",
+                                              "torch_version", "cxx11_abi", "ops", "python_module", "python_path",
+                                              "registry"};
+  if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
+  Manifest m;
+  m.plugin_abi = field<int>(path, root, "backplane_plugin_abi", "an integer");
+  m.name = field<std::string>(path, root, "name", "the backend name");
+  m.version = field<std::string>(path, root, "version", "a version string");
+  m.dispatch_key = field<std::string>(path, root, "dispatch_key", "a dispatch key such as CPU");
+  m.torch_version = field<std::string>(path, root, "torch_version", "torch major.minor such as \"2.14\"");
+  m.cxx11_abi = field<bool>(path, root, "cxx11_abi", "true or false");
+  m.ops = field<std::vector<std::string>>(path, root, "ops", "a list of op names");
+  if (root["registration"]) {
+    m.registration = field<std::string>(path, root, "registration", "core or direct");
+    if (m.registration != "core" && m.registration != "direct")
+      fail(path, root["registration"], "key 'registration' should be core or direct, found '" + m.registration + "'");
+  }
+  if (root["python_module"]) {
+    m.python_module = field<std::string>(path, root, "python_module", "a Python module name");
+    bool dotted = !m.python_module.empty() && m.python_module.front() != '.' && m.python_module.back() != '.';
+    for (size_t i = 0; i < m.python_module.size() && dotted; ++i) {
+      const char c = m.python_module[i];
+      dotted = std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+               (c == '.' && m.python_module[i + 1] != '.');
+    }
+    if (!dotted || std::isdigit(static_cast<unsigned char>(m.python_module[0])))
+      fail(path, root["python_module"], "key 'python_module' should be a dotted Python module name such as "
+                                        "backplane_acme, found '" + m.python_module + "'");
+    // Absent: the module is importable by name (a plugin wheel's own package).
+    m.python_path = root["python_path"] ? field<std::string>(path, root, "python_path", "a directory") : "";
+    // Relative and inside the plugin's directory: a manifest must not point Python at
+    // arbitrary places on the machine.
+    if (root["python_path"] &&
+        (m.python_path.empty() || m.python_path[0] == '/' || m.python_path.find("..") != std::string::npos))
+      fail(path, root["python_path"], "key 'python_path' should be a directory relative to the manifest, without '..'; "
+                                      "found '" + m.python_path + "'");
+  } else if (root["python_path"]) {
+    fail(path, root["python_path"], "key 'python_path' needs 'python_module'");
+  }
+  if (root["registry"]) {
+    m.registry = field<std::string>(path, root, "registry", "a registry fragment file");
+    if (m.registry.empty() || m.registry[0] == '/' || m.registry.find("..") != std::string::npos)
+      fail(path, root["registry"], "key 'registry' should be a file relative to the manifest, without '..'; found '" +
+                                       m.registry + "'");
+  }
+  return m;
+}
+
+std::string manifest_to_yaml(const Manifest& m) {
+  std::ostringstream out;
+  out << "# Written by backplane_manifest at build time; read by the loader before dlopen.\n"
+      << "backplane_plugin_abi: " << m.plugin_abi << "\n"
+      << "name: " << m.name << "\n"
+      << "version: \"" << m.version << "\"\n"
+      << "dispatch_key: " << m.dispatch_key << "\n"
+      << "torch_version: \"" << m.torch_version << "\"\n"
+      << "cxx11_abi: " << (m.cxx11_abi ? "true" : "false") << "\n"
+      << "registration: " << m.registration << "\n"
+      << "ops: [";
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const bool qualified = m.ops[i].find(':') != std::string::npos;  // a vendor op: quoted for YAML
+    out << (i ? ", " : "") << (qualified ? "\"" + m.ops[i] + "\"" : m.ops[i]);
+  }
+  out << "]\n";
+  if (!m.python_module.empty()) out << "python_module: " << m.python_module << "\n";
+  if (!m.python_path.empty()) out << "python_path: " << m.python_path << "\n";
+  if (!m.registry.empty()) out << "registry: " << m.registry << "\n";
+  return out.str();
+}
+
+std::optional<std::string> manifest_incompatibility(const Manifest& m, const std::string& expected_name) {
+  if (m.name != expected_name)
+    return "manifest names backend '" + m.name + "', expected '" + expected_name + "'";
+  if (m.plugin_abi != kPluginAbi)
+    return "plugin ABI " + std::to_string(m.plugin_abi) + ", this core expects plugin ABI " +
+           std::to_string(kPluginAbi);
+  if (m.torch_version != torch_major_minor())
+    return "built against torch " + m.torch_version + ", this process runs torch " + torch_major_minor();
+  if (m.cxx11_abi != cxx11_abi())
+    return std::string("built with _GLIBCXX_USE_CXX11_ABI=") + (m.cxx11_abi ? "1" : "0") +
+           ", this core uses " + (cxx11_abi() ? "1" : "0");
+  return std::nullopt;
+}
+
+std::string plugin_file_name(const std::string& backend) { return "libbackplane_" + backend + ".so"; }
+std::string manifest_file_name(const std::string& backend) { return "libbackplane_" + backend + ".manifest.yaml"; }
+
+}  // namespace backplane

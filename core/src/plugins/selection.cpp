@@ -1,0 +1,399 @@
+// Per-op plugin selection: the contract in selection.h.
+#include <backplane/kernel.h>
+#include <backplane/loader.h>
+#include <backplane/selection.h>
+
+#include "plugins/plugin_loading.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+namespace backplane {
+namespace {
+
+struct Offer {
+  std::string plugin;
+  c10::KernelFunction kernel;
+};
+
+struct Slot {
+  std::string op;       // its id: "add", "acme::fused_gelu"
+  std::string ns, op_name;  // "acme", "fused_gelu"
+  c10::DispatchKey key;
+  std::list<Offer> offers;  // a list: `chosen` points into it
+  std::list<Offer> retired;  // offers of plugins that failed after dlopen (withdraw)
+  std::atomic<const c10::KernelFunction*> chosen{nullptr};
+  std::string serving, why;
+  std::unique_ptr<torch::Library> selector;  // once two plugins offer this (op, key)
+  bool warned = false;
+};
+
+// The kernel the dispatcher reaches for an (op, key) two plugins offer: calls the
+// chosen plugin's kernel.
+class Selector final : public c10::OperatorKernel {
+ public:
+  explicit Selector(const Slot* slot) : slot_(slot) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+    slot_->chosen.load(std::memory_order_acquire)->callBoxed(op, keys, stack);
+  }
+
+ private:
+  const Slot* slot_;
+};
+
+thread_local detail::LoadingPlugin* loading = nullptr;
+std::atomic<std::size_t> registrations{0};
+
+class Selection {
+ public:
+  static Selection& get() {
+    static Selection* instance = new Selection();  // never destroyed: plugins outlive statics
+    return *instance;
+  }
+
+  void offer(torch::Library& m, const char* name, c10::DispatchKey key, c10::KernelFunction kernel,
+             torch::CppFunction&& direct) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    ++registrations;
+    detail::LoadingPlugin* plugin = loading;
+    if (plugin == nullptr) {  // opened outside the loader (the manifest tool, torch.ops.load_library)
+      m.impl(name, std::move(direct));
+      return;
+    }
+    const OpDef* def = find_op_def(name);
+    if (def == nullptr) {  // a vendor op whose fragment was never defined
+      plugin->violations.push_back("registers " + std::string(name) +
+                                   ", which neither the registry nor its manifest's registry fragment defines");
+      return;
+    }
+    const std::string op = def->id(), qualified = def->qualified_name();
+    const std::string key_name = c10::toString(key);
+    if (key_name != plugin->dispatch_key) {
+      plugin->violations.push_back("registers " + qualified + " for " + key_name +
+                                   ", but its manifest declares dispatch key " + plugin->dispatch_key);
+      return;
+    }
+    if (std::find(plugin->ops.begin(), plugin->ops.end(), op) == plugin->ops.end()) {
+      plugin->violations.push_back("registers " + qualified + ", which its manifest does not list");
+      return;
+    }
+    auto existing = slots_.find({op, key});
+    if (existing == slots_.end()) {
+      auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(qualified, ""));
+      if (handle && handle->hasKernelForDispatchKey(key)) {
+        plugin->violations.push_back("would register " + qualified + " for " + key_name +
+                                     ", already registered directly (m.impl) by a plugin the core cannot choose "
+                                     "between");
+        return;
+      }
+    }
+    plugin->offered.push_back(op);
+    auto& slot = slots_[{op, key}];
+    if (!slot) {
+      slot = std::make_unique<Slot>();
+      slot->op = op;
+      slot->ns = def->ns;
+      slot->op_name = def->name;
+      slot->key = key;
+    }
+    slot->offers.push_back({plugin->name, std::move(kernel)});
+    if (slot->offers.size() == 1) m.impl(def->name.c_str(), std::move(direct));  // the only offer: no selector in the way
+    choose(*slot);
+  }
+
+  void after_load() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    for (auto& [_, slot] : slots_) {
+      if (slot->offers.size() < 2 || slot->selector) continue;
+      // Installing over the first plugin's kernel is deliberate: keep PyTorch's
+      // "Overriding a previously registered kernel" warning out of the user's way.
+      DropOverrideWarnings quiet;
+      slot->selector = std::make_unique<torch::Library>(torch::Library::IMPL, slot->ns, slot->key, __FILE__, __LINE__);
+      slot->selector->impl(slot->op_name.c_str(),
+                           torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Selector>(slot.get())));
+    }
+    for (auto& [_, slot] : slots_) {
+      if (slot->offers.empty()) continue;
+      choose(*slot);
+      if (slot->offers.size() > 1 && slot->why == "loaded first" && !slot->warned) {
+        slot->warned = true;
+        TORCH_WARN("backplane: ", slot->op, " on ", c10::toString(slot->key), " is offered by ", offered_by(*slot),
+                   "; '", slot->serving, "' serves it (loaded first). Choose with BACKPLANE_PREFER=", slot->op, ":",
+                   slot->offers.back().plugin, ", backplane.prefer() or --prefer.");
+      }
+    }
+  }
+
+  void withdraw(const std::string& plugin) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    for (auto& [_, slot] : slots_) {
+      // Moved aside, never freed: `chosen` may point at one until choose() runs, and a
+      // selector on another thread may be reading it.
+      for (auto it = slot->offers.begin(); it != slot->offers.end();) {
+        auto next = std::next(it);
+        if (it->plugin == plugin) slot->retired.splice(slot->retired.end(), slot->offers, it);
+        it = next;
+      }
+      if (!slot->offers.empty()) choose(*slot);
+    }
+  }
+
+  std::uint64_t hold(const std::string& op, const std::vector<std::string>& plugins) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    const std::uint64_t token = next_token_++;
+    prefs_[op].push_back({token, plugins});
+    choose_all();
+    return token;
+  }
+
+  // withdraw: the hold's preference goes, and the newest one left for its op applies.
+  // Else it stays for good, and the older ones beneath it, which can never apply again, go.
+  void release(std::uint64_t token, bool withdraw) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    for (auto it = prefs_.begin(); it != prefs_.end(); ++it) {
+      auto& held = it->second;
+      auto found = std::find_if(held.begin(), held.end(), [&](const Held& h) { return h.token == token; });
+      if (found == held.end()) continue;
+      if (withdraw)
+        held.erase(found);
+      else
+        held.erase(held.begin(), found);
+      // "No preference" with nothing beneath it is the same as none.
+      while (!held.empty() && held.front().plugins.empty()) held.erase(held.begin());
+      if (held.empty()) prefs_.erase(it);
+      choose_all();
+      return;
+    }
+  }
+
+  // The preference in force for each op: its newest.
+  std::map<std::string, std::vector<std::string>> preferences() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [op, held] : prefs_)
+      if (!held.back().plugins.empty()) out[op] = held.back().plugins;
+    return out;
+  }
+
+  void replace_all(const std::map<std::string, std::vector<std::string>>& prefs) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    prefs_.clear();
+    for (const auto& [op, plugins] : prefs) prefs_[op].push_back({next_token_++, plugins});
+    choose_all();
+  }
+
+  std::vector<ServingRecord> records() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    std::vector<ServingRecord> out;
+    for (const auto& [_, slot] : slots_) {
+      if (slot->offers.empty()) continue;  // its only plugin failed after dlopen
+      ServingRecord r{slot->op, c10::toString(slot->key), {}, slot->serving, slot->why};
+      for (const auto& o : slot->offers) r.offered_by.push_back(o.plugin);
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+ private:
+  struct DropOverrideWarnings : c10::WarningHandler {
+    c10::WarningHandler* previous = c10::WarningUtils::get_warning_handler();
+    c10::WarningUtils::WarningHandlerGuard guard{this};
+    void process(const c10::Warning& warning) override {
+      if (warning.msg().find("Overriding a previously registered kernel") == std::string::npos) previous->process(warning);
+    }
+  };
+
+  static std::string offered_by(const Slot& slot) {
+    std::string out;
+    for (const auto& o : slot.offers) out += (out.empty() ? "'" : ", '") + o.plugin + "'";
+    return out;
+  }
+
+  void choose_all() {
+    for (auto& [_, slot] : slots_)
+      if (!slot->offers.empty()) choose(*slot);
+  }
+
+  void choose(Slot& slot) {
+    auto pick = [&](const std::string& list_key) -> const Offer* {
+      auto it = prefs_.find(list_key);
+      if (it == prefs_.end()) return nullptr;
+      for (const auto& name : it->second.back().plugins)
+        for (const auto& o : slot.offers)
+          if (o.plugin == name) return &o;
+      return nullptr;
+    };
+    const Offer* chosen = pick(slot.op);
+    std::string why = "preferred for " + slot.op;
+    if (!chosen) {
+      chosen = pick("*");
+      why = "preferred for every op (*)";
+    }
+    if (!chosen) {
+      chosen = &slot.offers.front();
+      why = slot.offers.size() == 1 ? "only offer" : "loaded first";
+    }
+    slot.serving = chosen->plugin;
+    slot.why = why;
+    slot.chosen.store(&chosen->kernel, std::memory_order_release);
+  }
+
+  std::recursive_mutex mutex_;
+  std::map<std::pair<std::string, c10::DispatchKey>, std::unique_ptr<Slot>> slots_;
+  // One preference for an op: a hold's, or one set for good. Empty plugins: none.
+  struct Held {
+    std::uint64_t token;
+    std::vector<std::string> plugins;
+  };
+  // Per op id ("*": every op), oldest first; the last is in force. Holds end in any order
+  // (scopes on several threads), so each is found by its token, not by its place.
+  std::map<std::string, std::vector<Held>> prefs_;
+  std::uint64_t next_token_ = 1;
+};
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ",") + name;
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// "acme::fused_gelu": two identifiers.
+bool is_plugin_op_name(const std::string& op) {
+  auto identifier = [](const std::string& s) {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  const auto sep = op.find("::");
+  return sep != std::string::npos && identifier(op.substr(0, sep)) && identifier(op.substr(sep + 2));
+}
+
+// Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
+// is not a plugin name.
+// Returns the op as preferences key it: its id ("add" for "backplane::add"). A plugin's own
+// op (ns::name) not defined yet is kept as written: it applies once its plugin loads.
+std::string check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
+  std::string id = op;
+  if (const OpDef* def = op == "*" ? nullptr : find_op_def(op))
+    id = def->id();
+  else if (op != "*" && (op.find("::") == std::string::npos || op.rfind(std::string(kNamespace) + "::", 0) == 0))
+    throw std::invalid_argument(what + ": no op '" + op + "' in the registry or a loaded plugin's fragment");
+  else if (op != "*" && !is_plugin_op_name(op))  // kept as written: it must read back as the grammar's op
+    throw std::invalid_argument(what + ": '" + op + "' is not an op name (a plugin's own is ns::name)");
+  for (const auto& p : plugins)
+    if (!is_valid_backend_name(p))
+      throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");
+  return id;
+}
+
+std::map<std::string, std::vector<std::string>> parse_spec(const std::string& spec) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::stringstream parts(spec);
+  for (std::string part; std::getline(parts, part, ';');) {
+    part = trim(part);
+    if (part.empty()) continue;
+    const auto colon = part.rfind(':');  // ops may hold "::" (a plugin's own: acme::fused_gelu); plugins never do
+    if (colon == std::string::npos)
+      throw std::invalid_argument("preference '" + part + "': expected op:plugin[,plugin...], e.g. rms_norm:cuda_alt");
+    const std::string op = trim(part.substr(0, colon));
+    std::vector<std::string> plugins;
+    std::stringstream names(part.substr(colon + 1));
+    for (std::string name; std::getline(names, name, ',');)
+      if (!trim(name).empty()) plugins.push_back(trim(name));
+    const std::string id = check_preference(op, plugins, "preference '" + part + "'");
+    if (plugins.empty()) throw std::invalid_argument("preference '" + part + "' names no plugin");
+    out[id] = plugins;
+  }
+  return out;
+}
+
+std::string to_spec(const std::map<std::string, std::vector<std::string>>& prefs) {
+  std::string out;
+  for (const auto& [op, plugins] : prefs) {
+    out += (out.empty() ? "" : ";") + op + ":";
+    for (size_t i = 0; i < plugins.size(); ++i) out += (i ? "," : "") + plugins[i];
+  }
+  return out;
+}
+
+// BACKPLANE_PREFER applies from the start; a bad value is a warning, not a crash of
+// whatever process loaded the core.
+const bool env_applied = [] {
+  const char* env = std::getenv("BACKPLANE_PREFER");
+  if (env == nullptr || *env == '\0') return false;
+  try {
+    for (const auto& [op, plugins] : parse_spec(env)) prefer(op, plugins);
+  } catch (const std::exception& e) {
+    TORCH_WARN("backplane: ignoring BACKPLANE_PREFER: ", e.what());
+  }
+  return true;
+}();
+
+}  // namespace
+
+namespace detail {
+
+void offer_kernel(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
+                  torch::CppFunction&& direct) {
+  Selection::get().offer(m, op, key, std::move(kernel), std::move(direct));
+}
+
+std::size_t core_registrations() { return registrations.load(); }
+
+LoadingScope::LoadingScope(LoadingPlugin* plugin) : previous_(loading) { loading = plugin; }
+LoadingScope::~LoadingScope() { loading = previous_; }
+
+void after_plugin_loaded(const std::string&) { Selection::get().after_load(); }
+
+void withdraw_offers(const std::string& plugin) { Selection::get().withdraw(plugin); }
+
+}  // namespace detail
+
+std::uint64_t hold_preference(const std::string& op, const std::vector<std::string>& plugins) {
+  return Selection::get().hold(check_preference(op, plugins, "preference '" + op + ":" + join(plugins) + "'"), plugins);
+}
+
+void release_preference(std::uint64_t token, bool withdraw) { Selection::get().release(token, withdraw); }
+
+void prefer(const std::string& op, const std::vector<std::string>& plugins) {
+  release_preference(hold_preference(op, plugins), false);  // an empty list clears op's preference
+}
+
+void prefer_from_string(const std::string& spec) {
+  for (const auto& [op, plugins] : parse_spec(spec)) prefer(op, plugins);
+}
+
+void set_preferences(const std::string& spec) { Selection::get().replace_all(parse_spec(spec)); }
+
+std::string preferences_string() { return to_spec(Selection::get().preferences()); }
+
+ScopedPreference::ScopedPreference(const std::string& op, const std::vector<std::string>& plugins)
+    : token_(hold_preference(op, plugins)) {}
+
+ScopedPreference::~ScopedPreference() { release_preference(token_, true); }
+
+std::vector<ServingRecord> serving() { return Selection::get().records(); }
+
+std::string serving_plugin(const std::string& op, const std::string& dispatch_key) {
+  for (const auto& r : serving())
+    if (r.op == op && r.dispatch_key == dispatch_key) return r.serving;
+  return "";
+}
+
+}  // namespace backplane

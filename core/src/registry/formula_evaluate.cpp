@@ -1,0 +1,133 @@
+// Evaluating a formula: each call through the dispatcher, with the op's arguments bound
+// by name.
+#include "registry/formula_node.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace backplane::conformance {
+namespace {
+
+using Node = ReferenceExpr::Node;
+
+// A value for a schema argument: ints where an int is expected, doubles for floats.
+c10::IValue coerce(const c10::IValue& v, const c10::Argument& arg) {
+  const auto kind = arg.type()->kind();
+  if (kind == c10::TypeKind::FloatType && v.isInt()) return c10::IValue(static_cast<double>(v.toInt()));
+  return v;
+}
+
+std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string, c10::IValue>& names);
+
+c10::IValue eval(const Node& node, const std::map<std::string, c10::IValue>& names) {
+  switch (node.kind) {
+    case Node::Kind::Literal:
+      return node.literal;
+    case Node::Kind::Name: {
+      auto it = names.find(node.name);
+      if (it == names.end()) throw std::invalid_argument("reference names '" + node.name + "', which is no argument of the op");
+      return it->second;
+    }
+    case Node::Kind::Index: {
+      auto it = names.find(node.name);
+      if (it == names.end() || !it->second.isIntList())
+        throw std::invalid_argument("reference indexes '" + node.name + "', which is no int-list argument of the op");
+      const auto list = it->second.toIntVector();
+      const int64_t i = node.index < 0 ? node.index + static_cast<int64_t>(list.size()) : node.index;
+      if (i < 0 || i >= static_cast<int64_t>(list.size()))
+        throw std::invalid_argument("reference: " + node.name + "[" + std::to_string(node.index) + "] is out of range");
+      return c10::IValue(list[i]);
+    }
+    case Node::Kind::Dtype: {
+      auto it = names.find(node.name);
+      if (it == names.end() || !it->second.isTensor())
+        throw std::invalid_argument("reference: dtype(" + node.name + ") names no Tensor argument of the op");
+      return c10::IValue(it->second.toTensor().scalar_type());
+    }
+    case Node::Kind::List: {  // int[] (dims, sizes) or Tensor[] (aten::cat)
+      std::vector<c10::IValue> items;
+      for (const auto& item : node.args) items.push_back(eval(*item.value, names));
+      const bool tensors = !items.empty() && std::all_of(items.begin(), items.end(), [](const c10::IValue& v) { return v.isTensor(); });
+      if (tensors) {
+        std::vector<at::Tensor> list;
+        for (const c10::IValue& v : items) list.push_back(v.toTensor());
+        return c10::IValue(list);
+      }
+      std::vector<int64_t> ints;
+      for (const c10::IValue& v : items) {
+        if (!v.isInt()) throw std::invalid_argument("reference: a list holds integers only or tensors only");
+        ints.push_back(v.toInt());
+      }
+      return c10::IValue(ints);
+    }
+    case Node::Kind::Call:
+      break;
+  }
+  return eval_call(node, names).front();
+}
+
+// Every return value of a call.
+std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string, c10::IValue>& names) {
+  std::call_once(node.found, [&] {
+    node.handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
+  });
+  std::optional<c10::OperatorHandle> handle = node.handle;
+  if (!handle)  // not defined when first evaluated: look again (a plugin may define it later)
+    handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(node.name, node.overload));
+  if (!handle)
+    throw std::invalid_argument("reference calls " + node.name + (node.overload.empty() ? "" : "." + node.overload) +
+                                ", which this torch does not have (write the overload, e.g. aten::add.Tensor)");
+  const auto& schema = handle->schema();
+  std::vector<c10::IValue> values(schema.arguments().size());
+  std::vector<bool> given(values.size(), false);
+  size_t positional = 0;
+  for (const auto& [keyword, _, arg] : node.args) {
+    size_t slot = positional;
+    if (keyword.empty()) {
+      ++positional;
+    } else {
+      auto idx = schema.argumentIndexWithName(keyword);
+      if (!idx) throw std::invalid_argument("reference: " + schema.name() + " has no argument '" + keyword + "'");
+      slot = *idx;
+    }
+    if (slot >= values.size()) throw std::invalid_argument("reference: too many arguments for " + schema.name());
+    values[slot] = coerce(eval(*arg, names), schema.arguments()[slot]);
+    given[slot] = true;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (given[i]) continue;
+    const auto& def = schema.arguments()[i].default_value();
+    if (!def) throw std::invalid_argument("reference: " + schema.name() + " needs argument '" + schema.arguments()[i].name() + "'");
+    values[i] = *def;
+  }
+  // Multiplying a tensor by the scalar 1 gives it unchanged: no kernel, no new tensor, as
+  // PyTorch's own derivatives skip it (maybe_multiply). add's gradient for b,
+  // aten::mul.Scalar(grad, alpha), costs nothing at the usual alpha=1.
+  // (A floating tensor and a real scalar only: anything else may change the dtype.)
+  if (schema.operator_name().name == "aten::mul" && schema.overload_name() == "Scalar" && values[0].isTensor() &&
+      values[0].toTensor().is_floating_point() && values[1].isScalar() && !values[1].toScalar().isComplex() &&
+      !values[1].toScalar().isBoolean() && values[1].toScalar().equal(1))
+    return {values[0]};
+  torch::jit::Stack stack(values.begin(), values.end());
+  handle->callBoxed(stack);
+  if (stack.empty()) throw std::invalid_argument("reference: " + schema.name() + " returns nothing");
+  return stack;
+}
+
+}  // namespace
+
+c10::IValue ReferenceExpr::evaluate(const std::map<std::string, c10::IValue>& names) const {
+  return eval(*root_, names);
+}
+
+std::vector<c10::IValue> ReferenceExpr::evaluate_all(const std::map<std::string, c10::IValue>& names) const {
+  if (root_->kind == Node::Kind::Call) return eval_call(*root_, names);
+  if (root_->kind == Node::Kind::List) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : root_->args) items.push_back(eval(*item.value, names));
+    return items;
+  }
+  return {eval(*root_, names)};
+}
+
+}  // namespace backplane::conformance
