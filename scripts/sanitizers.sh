@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Backplane's C++ under sanitizers, in a build tree of its own (no CUDA: run the CUDA
-# kernels under compute-sanitizer on the GPU machine instead, bench/RESULTS.md):
+# Backplane's C++ under sanitizers, in a build tree of its own (no CUDA: the CUDA kernels
+# run under compute-sanitizer on the GPU machine instead, `scripts/gpu_verify.sh sanitizers`):
 #   scripts/sanitizers.sh asan [BUILD]   ASan+UBSan: the whole test suite (scripts/test.sh:
 #                                        every gtest suite through CTest, and the pytest
 #                                        suites with Python running the instrumented
@@ -22,7 +22,7 @@ esac
 BUILD=${2:-build-$MODE}
 python=${TORCH_PYTHON:-$(cat build/.python)}
 # clang where there is one (CI installs it for the fuzzers): it compiles torch's headers
-# about three times as fast as g++ under the sanitizers. Else the compiler setup chose.
+# much faster than g++ under the sanitizers. Else the compiler setup chose.
 cxx=${SANITIZE_CXX:-$(command -v clang++ || command -v clang++-14 || cat build/.cxx 2>/dev/null || command -v g++)}
 generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
 # Leaks: libtorch's static registrations are never freed, by design. A test that asks
@@ -44,8 +44,10 @@ cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE
   -DBACKPLANE_PYTHON="$python" -DBACKPLANE_SANITIZE="$SANITIZE" -DBACKPLANE_CUDA=OFF \
   -DBACKPLANE_CPU_CAPABILITIES="DEFAULT;$cpu_capability" \
   -DBACKPLANE_BUILD_BENCH=$([ "$MODE" = asan ] && echo ON || echo OFF) >/dev/null
+build_start=$SECONDS
 if [ "$MODE" = asan ]; then
   cmake --build "$BUILD" --parallel
+  echo "[$MODE] build: $(( SECONDS - build_start )) s"
   echo "$python" > "$BUILD/.python"
   # Python is not instrumented: ASan's runtime (and UBSan's) is preloaded into it, ahead
   # of the instrumented libraries it opens. Tests that expect a crash or an impossible
@@ -60,6 +62,7 @@ if [ "$MODE" = asan ]; then
   echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites passed with no report"
 else
   cmake --build "$BUILD" --parallel --target backplane_npu_runtime_tests backplane_loader_tests backplane_acme
+  echo "[$MODE] build: $(( SECONDS - build_start )) s"
   for run in 1 2 3; do
     "$BUILD/bin/backplane_npu_runtime_tests" --gtest_brief=1
     "$BUILD/bin/backplane_loader_tests" --gtest_filter='LoaderStress.*' --gtest_brief=1

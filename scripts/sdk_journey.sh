@@ -24,7 +24,10 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/backplane-journey.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"  # nothing below may depend on the source tree being the working directory
 unset BACKPLANE_LIB_DIR BACKPLANE_PLUGIN_PATH BACKPLANE_BACKENDS BACKPLANE_PREFER PYTHONPATH
-step() { echo; echo "== $*"; }
+# Each step says how long the one before it took (CI prints the stage times).
+step_name="" step_start=$SECONDS
+step_time() { [ -z "$step_name" ] || echo "[sdk] step ${step_name%%.*}: $(( SECONDS - step_start )) s"; }
+step() { step_time; step_name=$1 step_start=$SECONDS; echo; echo "== $*"; }
 fail() { echo "sdk journey: FAILED: $*" >&2; exit 1; }
 n_ops=$("$BUILD/bin/backplane" ops --json --backends none | "$PY" -c "import json,sys; print(len(json.load(sys.stdin)['ops']))")
 
@@ -186,4 +189,5 @@ if "$WORK/venv213/bin/python" -c "import torch; assert torch.__version__.startsw
 else
   echo "SKIPPED step 6: torch 2.13.0 is not installable here (no /opt/wheels)"
 fi
+step_time
 echo; echo "sdk journey: passed"

@@ -31,19 +31,24 @@ npu_tests=(tests/python/test_npu_*.py backends/npu/tests)  # test_npu_autoload.p
 workers=$(( $(nproc) / 2 ))
 (( workers > 8 )) && workers=8
 (( workers < 2 && $(nproc) >= 2 )) && workers=2
-parallel=()
+parallel=() npu_parallel=()
+# The npu process is a suite of its own (Inductor compiles among its tests): where there
+# are cores to spare it gets workers too, a quarter as many, so it does not finish last.
+npu_workers=$(( workers / 4 ))
 if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   parallel=(-n "$workers")
+  (( npu_workers >= 2 )) && npu_parallel=(-n "$npu_workers")
   # Tests taken from a busy worker by an idle one (pytest-xdist >= 3.2): a few tests take a
   # minute or more (an AOTInductor compile), and handed out up front they pile up on one.
   "$python" -c 'import sys, xdist; sys.exit(tuple(map(int, xdist.__version__.split(".")[:2])) < (3, 2))' 2>/dev/null &&
     parallel+=(--dist worksteal)
-  echo "pytest: $workers workers (pytest-xdist), the npu tests in a process beside them"
+  (( npu_workers >= 2 )) || npu_workers=1
+  echo "pytest: $workers workers (pytest-xdist), the npu tests beside them on $npu_workers"
   # The cores shared out: each process's ATen threads, and Inductor compiling in the
   # process itself rather than in a pool of one subprocess per core. Left to their
   # defaults, every worker takes a thread and a compile process per core, and on a
   # many-core machine each test then runs several times slower.
-  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (workers + 1) > 0 ? $(nproc) / (workers + 1) : 1 ))}
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (workers + npu_workers) > 0 ? $(nproc) / (workers + npu_workers) : 1 ))}
   export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 fi
 export PYTHONPATH=$PWD/python
@@ -53,7 +58,7 @@ py=("$python")
 [ -n "${BACKPLANE_PYTHON_PRELOAD:-}" ] && py=(env "LD_PRELOAD=$BACKPLANE_PYTHON_PRELOAD" "$python")
 if (( ${#parallel[@]} )); then
   npu_log=$(mktemp)
-  "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs > "$npu_log" 2>&1 & npu_pid=$!
+  "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$npu_log" 2>&1 & npu_pid=$!
   status=0
   "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
   npu_status=0
