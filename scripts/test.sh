@@ -16,20 +16,24 @@ backends=cpu
 export BACKPLANE_TEST_BACKENDS=${BACKPLANE_TEST_BACKENDS:-$backends}
 echo "conformance backends: $BACKPLANE_TEST_BACKENDS"
 t0=$SECONDS
-ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
+# The four conformance runs (every backend; the CPU kernels forced to each build) go side
+# by side: each takes a share of the cores for ATen's threads. At its default, each takes
+# every core, and on the 16-core GPU machine the runs' spinning threads starved each other.
+ctest_threads=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 ))
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-$ctest_threads} ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
 echo "[test] ctest: $(( SECONDS - t0 )) s"
 t0=$SECONDS
 # The npu tests in a process of their own: a registered PrivateUse1 device becomes
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
 npu_tests=(tests/python/test_npu_*.py backends/npu/tests)  # test_npu_autoload.py among them
-# With pytest-xdist (setup installs it where it can), tests run on one worker per two
-# cores, at least 2 and at most 8, and the npu process beside them; an AOTI package that
+# With pytest-xdist (setup installs it where it can), tests run on three workers per four
+# cores, at least 2 and at most 12, and the npu process beside them; an AOTI package that
 # several tests share is compiled once per run by whichever worker needs it first
 # (tests/python/conftest.py). Many tests wait on child processes, so even a 2-core CI
 # machine gains from 2 workers. Without pytest-xdist, one process each.
-workers=$(( $(nproc) / 2 ))
-(( workers > 8 )) && workers=8
+workers=$(( $(nproc) * 3 / 4 ))
+(( workers > 12 )) && workers=12
 (( workers < 2 && $(nproc) >= 2 )) && workers=2
 parallel=() npu_parallel=()
 # The npu process is a suite of its own (Inductor compiles among its tests): where there
