@@ -83,3 +83,34 @@ def plain_package(tmp_path_factory):
                                  dynamic_shapes=({0: batch}, {0: batch}))
         torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
         return path, add_layouts(path, ep)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: a test of a minute or so (an AOTInductor or Inductor compile); under "
+        "pytest-xdist each starts first on a worker of its own")
+
+
+def _first_test_of_each_worker(count: int, workers: int) -> list[int]:
+    """The index each worker's tests start at: pytest-xdist's worksteal scheduler hands
+    each worker, in turn, an equal share of what is left, in collection order."""
+    starts, position = [], 0
+    for i in range(workers):
+        starts.append(position)
+        position += (count - position) // (workers - i)
+    return starts
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the tests marked slow go to the head of different workers'
+    shares: left in file order, several landed at the head of one worker's share, which
+    ran them one after another while the others had finished (work stealing takes from
+    the tail of a share). The order is the same on every worker, as xdist requires."""
+    workers = getattr(config, "workerinput", {}).get("workercount") or 0
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if workers < 2 or not slow or len(items) < 2 * workers:
+        return
+    rest = iter([item for item in items if not item.get_closest_marker("slow")])
+    heads = dict(zip(_first_test_of_each_worker(len(items), workers), slow))
+    extra = slow[len(heads):]  # more slow tests than workers: those go last
+    items[:] = [heads[p] if p in heads else next(rest) for p in range(len(items) - len(extra))] + extra

@@ -65,6 +65,7 @@ def test_package_with_static_libstdcxx_is_refused(tmp_path, static_gxx):
         backplane.load_package(package)
 
 
+@pytest.mark.slow
 def test_static_libstdcxx_package_end_to_end(tmp_path, static_gxx):
     """An aten-only model packaged with the static compiler: refused by the check; the
     child-process probe reports a crash as an error instead of crashing this process."""
@@ -114,6 +115,7 @@ WRONG_FAKE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_wrong_fake_class_never_gives_wrong_numbers(tmp_path):
     """The pipeline must stop a package that computes wrong numbers. Whether a wrong fake
     does make the numbers wrong depends on Inductor's layout choices: it did with torch

@@ -28,6 +28,7 @@ def test_onnx_is_the_one_step_that_does_not_apply_on_npu():
     assert not [s for s in pipeline.STEPS if pipeline.not_applicable(s, pipeline.Run("decoder_block", "cpu"))]
 
 
+@pytest.mark.slow
 @needs_npu
 def test_every_step_that_applies_runs_on_npu(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")])}

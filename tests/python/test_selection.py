@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane")).parent.parent / "tests" / "fixtures"
 
@@ -55,6 +57,7 @@ def test_environment_preference():
     run("assert torch.equal(ident(x), -x)", BACKPLANE_PREFER="identity_conv:cpu_alt,cpu")
 
 
+@pytest.mark.slow
 def test_compiled_code_honours_a_switch():
     run("""
 f = torch.compile(lambda t: ident(t) * 2, fullgraph=True)

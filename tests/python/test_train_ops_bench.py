@@ -87,6 +87,7 @@ def test_bytes_are_what_each_pass_must_move():
     assert _pass_bytes("rms_norm", {"x": [4, 6], "weight": [6]}, "expanded") == (N + W + 4, 2 * N + 2 * W + 4)
 
 
+@pytest.mark.slow
 def test_a_run_times_the_op_beside_its_baseline_reference_and_compile(tmp_path):
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "train_ops_bench.py"), "--device", "cpu", "--dtypes",

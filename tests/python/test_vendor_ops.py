@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
@@ -119,6 +121,7 @@ def test_cli_lists_checks_and_benchmarks_vendor_ops():
     assert "acme::fused_gelu" in bench.stdout and "FAILED:" not in bench.stdout, bench.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_backplane_run_names_the_plugin_a_package_needs_for_its_vendor_ops(tmp_path):
     """An AOTInductor package calling acme::fused_gelu: `backplane run` without acme names
     acme as the plugin to load (found through its fragment on the search path); with it,
