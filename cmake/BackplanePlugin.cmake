@@ -48,8 +48,6 @@ if(NOT BACKPLANE_CORE_TARGET)
   set(BACKPLANE_MANIFEST_TARGET backplane_manifest)
 endif()
 
-include(BackplanePrecompile)
-
 function(backplane_add_plugin name)
   cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY;USES_REGISTRY" "SOURCES;LINK"
                         ${ARGN})
@@ -85,14 +83,6 @@ function(backplane_add_plugin name)
   set(target backplane_${name})
   add_library(${target} SHARED ${P_SOURCES})
   target_link_libraries(${target} PRIVATE ${BACKPLANE_CORE_TARGET} ${P_LINK})
-  # torch's headers precompiled once for a plugin of several C++ files (a device layer, a
-  # kernel per op): in this tree and in a vendor's project alike.
-  set(_cxx_sources ${P_SOURCES})
-  list(FILTER _cxx_sources INCLUDE REGEX "\\.(cpp|cc|cxx)$")
-  list(LENGTH _cxx_sources _cxx_count)
-  if(_cxx_count GREATER_EQUAL 5)
-    backplane_precompile_torch(${target})
-  endif()
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME backplane_${name}
     LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR}

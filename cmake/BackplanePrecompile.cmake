@@ -3,9 +3,7 @@
 # large header image), they pay off from about five files a target. The C++ files of a
 # target share one image (CMake builds it with the target's own flags, so the CPU
 # kernels' AVX2 and AVX512 builds each get theirs); CUDA files are left alone.
-# backplane_add_plugin uses it for a plugin of five C++ files or more, here and in a
-# vendor's project (installed beside BackplanePlugin.cmake).
-#   -DBACKPLANE_PCH=OFF   compile without
+#   -DBACKPLANE_PCH=OFF   compile without (as the installed BackplanePlugin.cmake does)
 option(BACKPLANE_PCH "Precompile torch's headers for the larger targets" ON)
 
 function(backplane_precompile_torch target)
