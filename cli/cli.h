@@ -5,6 +5,7 @@
 #include <backplane/registry.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ inline std::string join(const std::vector<std::string>& items, const char* sep) 
 }
 
 // One per file in commands/.
+// The folder of the running command (nullopt where /proc/self/exe cannot be read).
+std::optional<std::filesystem::path> command_dir();
+
 int list_command(const Options& options);
 int ops_command(const Options& options);
 int check_command(const Options& options);

@@ -21,11 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path own_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path(".") : exe.parent_path();
-}
+fs::path own_dir() { return command_dir().value_or("."); }
 
 int exec(const std::vector<std::string>& args) {
   std::vector<char*> argv;

@@ -99,10 +99,8 @@ std::string rename_device(const std::string& text, const std::string& name) {
 // `source` in the source tree for a command run from a build directory. It must hold
 // `marker`.
 std::optional<fs::path> find_template(const std::string& name, const char* source, const std::string& marker) {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
-  if (!ec) candidates.push_back(exe.parent_path() / ".." / "share" / "backplane" / "templates" / name);
+  if (const auto dir = command_dir()) candidates.push_back(*dir / ".." / "share" / "backplane" / "templates" / name);
   if (source) candidates.push_back(source);
   for (const auto& dir : candidates)
     if (fs::exists(dir / marker)) return fs::canonical(dir);
