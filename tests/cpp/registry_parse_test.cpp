@@ -3,6 +3,8 @@
 #include <backplane/reference_expr.h>
 #include <backplane/registry.h>
 
+#include "registry_yaml.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -12,25 +14,6 @@
 
 namespace backplane {
 namespace {
-
-// One valid op, to be broken in one place by each test.
-std::string op_yaml(const std::string& schema = "twice(Tensor x) -> Tensor",
-                    const std::string& dtypes = "[float32]", const std::string& shape = "{same_as: x}",
-                    const std::string& extra = "") {
-  return "ops:\n  - schema: " + schema + "\n    doc: Doubles x.\n    dtypes: " + dtypes + "\n    shape: " + shape +
-         "\n" + extra;
-}
-
-void expect_error(const std::string& yaml, const std::string& where, const std::string& message) {
-  try {
-    parse_registry(yaml, "test.yaml");
-    FAIL() << "expected an error '" << message << "' at " << where;
-  } catch (const RegistryError& e) {
-    EXPECT_EQ(e.where().str(), where) << e.what();
-    EXPECT_NE(e.message().find(message), std::string::npos) << "message was: " << e.message();
-    EXPECT_EQ(std::string(e.what()).rfind(where + ": ", 0), 0u) << e.what();
-  }
-}
 
 // The registry compiled into the core is the one in registry/ (no list of ops here:
 // the YAML is the only one).
@@ -136,7 +119,7 @@ TEST(RegistryErrors, MissingKey) {
 
 TEST(RegistryErrors, UnknownKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
-               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, tolerance");
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, sharding, tolerance");
 }
 
 TEST(RegistryErrors, ReservedKey) {

@@ -117,6 +117,29 @@ enum class AutocastRule {
   Lower,    // the autocast dtype (torch.get_autocast_dtype): matmuls, convolutions
 };
 
+// How DTensor shards the op (`sharding:` in the registry; python/backplane/sharding/
+// turns it into a strategy per op, docs/distributed.md). Derived, when the key is absent:
+// ops whose shape is elementwise (same_as, broadcast, in_place, out) and whose reference
+// calls only pointwise PyTorch ops are pointwise; any other op refuses DTensor inputs
+// with a message naming the key.
+enum class ShardingKind {
+  Derived,    // no `sharding:` key
+  Pointwise,  // each output element reads only the same (broadcast) element of each input
+  Mixes,      // the op reads across its inputs' last `mixes` dimensions (a norm, softmax)
+  Replicate,  // only replicated inputs: DTensor gathers sharded ones first (a collective)
+  None,       // DTensor inputs are refused
+};
+
+struct ShardingRule {
+  ShardingKind kind = ShardingKind::Derived;
+  int mixes = 0;  // Mixes: how many trailing dimensions are read across, >= 1
+  // Mixes: outputs (by index) that sum over the leading dimensions they lack, as
+  // rms_norm_backward's dweight sums over the rows: Partial(sum) when one of those is
+  // sharded. Any other output must have every sharded dimension.
+  std::vector<int> summed;
+  SourceLocation where;
+};
+
 struct BACKPLANE_API OpDef {
   std::string ns = kNamespace;  // "backplane"; a plugin's own ops: its fragment's namespace ("acme")
   std::string name;    // "add"
@@ -140,6 +163,7 @@ struct BACKPLANE_API OpDef {
   // an error naming it.
   std::map<std::string, GradientFormula> backward;
   AutocastRule autocast = AutocastRule::Promote;
+  ShardingRule sharding;
   SourceLocation where;
 
   // Index of an argument in schema order; -1 when there is none of that name.

@@ -75,6 +75,36 @@ std::vector<std::string> differentiable_args(const OpDef& def) {
   return names;
 }
 
+// The op's shape rules, one per output (one for an op that writes an argument):
+// {"kind": "broadcast", "args": ["a", "b"]}, {"kind": "custom", "custom": "rms_norm"}.
+std::string shape_json(const OpDef& def) {
+  static const char* kinds[] = {"same_as", "broadcast", "in_place", "out", "custom"};
+  std::vector<std::string> rules;
+  auto add = [&](const ShapeRule& rule) {
+    json::Object item;
+    item.str("kind", kinds[static_cast<int>(rule.kind)]).raw("args", json::list(rule.args));
+    if (!rule.custom.empty()) item.str("custom", rule.custom);
+    rules.push_back(item.done());
+  };
+  add(def.shape);
+  for (const ShapeRule& rule : def.extra_outputs) add(rule);
+  return json::array(rules);
+}
+
+// `sharding:` as written: {"kind": "derived" | "pointwise" | "mixes" | "replicate" | "none",
+// "mixes": N, "summed": [output index, ...]}.
+std::string sharding_json(const ShardingRule& rule) {
+  static const char* kinds[] = {"derived", "pointwise", "mixes", "replicate", "none"};
+  std::vector<std::string> summed;
+  for (int index : rule.summed) summed.push_back(std::to_string(index));
+  return json::Object()
+      .str("kind", kinds[static_cast<int>(rule.kind)])
+      .raw("mixes", std::to_string(rule.mixes))
+      .raw("summed", json::array(summed))
+      .str("where", rule.where.line ? rule.where.str() : "")
+      .done();
+}
+
 std::string ops_json() {
   std::vector<std::string> rows;
   for (const auto& row : coverage(backends())) {
@@ -103,6 +133,8 @@ std::string ops_json() {
                        .str("reference", def.checks.reference)
                        .str("baseline", def.checks.baseline)
                        .raw("backward", backward.done())
+                       .raw("shape", shape_json(def))
+                       .raw("sharding", sharding_json(def.sharding))
                        .raw("samples", inputs_json(def.checks.samples))
                        .raw("bench", inputs_json(def.checks.bench))
                        .done());

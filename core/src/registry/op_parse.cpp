@@ -1,10 +1,11 @@
-// An op entry: schema, doc, dtypes, shape rule(s), checks, backward and autocast keys.
+// An op entry: schema, doc, dtypes, shape rule(s), checks, backward, autocast and sharding keys.
 // Every error names file:line:column and says what was expected and what was found.
 #include "registry/op_parse.h"
 
 #include "define/shape_rules/shape_rules.h"
 #include "registry/op_checks_parse.h"
 #include "registry/reserved_names.h"
+#include "registry/sharding_parse.h"
 #include "registry/yaml_location.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
@@ -37,6 +38,7 @@ class OpParser {
     detail::parse_op_checks(file_, node_, op_);
     if (const YAML::Node backward = node_["backward"]) parse_backward(backward);
     if (const YAML::Node autocast = node_["autocast"]) parse_autocast(autocast);
+    if (const YAML::Node sharding = node_["sharding"]) parse_sharding(file_, sharding, op_);
     return std::move(op_);
   }
 
@@ -65,7 +67,7 @@ class OpParser {
 
   void check_keys() const {
     static const std::set<std::string> known = [] {
-      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "backward", "autocast"};
+      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "backward", "autocast", "sharding"};
       keys.insert(std::begin(detail::kOpCheckKeys), std::end(detail::kOpCheckKeys));
       return keys;
     }();
