@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ._native import BackendError, BackendNameError, core, lib_dir
 from backplane_plugins import add_entry_point_plugins, probe_first
 
-from . import fast_call
+from . import fast_call, sharding
 from .plugin_python import plugin_module
 from .registry_samples import sample_call, sample_values
 from .selection import Serving, preferences, prefer, serving
@@ -36,7 +36,7 @@ from .selection import Serving, preferences, prefer, serving
 __all__ = [
     "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "backends", "check",
     "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer",
-    "sample_call", "sample_values", "serving", "torch_op",
+    "sample_call", "sample_values", "serving", "sharding", "torch_op",
 ]
 
 
@@ -72,6 +72,8 @@ class OpInfo:
     samples: tuple[dict, ...] = ()
     bench: tuple[dict, ...] = ()
     namespace: str = "backplane"
+    shape: tuple[dict, ...] = ()  # one rule per output: {"kind": "broadcast", "args": [...]}, ...
+    sharding: dict = field(default_factory=dict)  # `sharding:` as written ({"kind": "derived"} without it)
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,9 @@ def load(*names: str, path: str | None = None) -> list[Backend]:
     for b in loaded:
         _install_python_side(b)
     if loaded:
-        fast_call.install(core().ops())  # a plugin's own ops are defined by now
+        rows = core().ops()  # a plugin's own ops are defined by now
+        fast_call.install(rows)
+        sharding.install(rows)
     return loaded
 
 
@@ -181,6 +185,8 @@ def ops() -> list[OpInfo]:
             samples=tuple(row["samples"]),
             bench=tuple(row["bench"]),
             namespace=row["namespace"],
+            shape=tuple(row["shape"]),
+            sharding=dict(row["sharding"]),
         )
         for row in core().ops()
     ]
@@ -219,6 +225,7 @@ def info() -> dict:
 add_entry_point_plugins()  # plugins installed as their own Python packages
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
 fast_call.install(core().ops())
+sharding.install(core().ops())  # DTensor strategies from the registry (docs/distributed.md)
 from . import classes  # noqa: E402
 from .aoti.package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 

@@ -162,6 +162,12 @@ class Formula:
     def parse(cls, text: str) -> Formula:
         return cls(text, _Parser(text).parse())
 
+    @property
+    def tree(self) -> _Node:
+        """The parsed expression, for tools that read a formula rather than run it
+        (sharding/formula_facts.py): nodes of kind call, name, index, dtype, literal, list."""
+        return self._root
+
     def names(self) -> set[str]:
         """The argument names the formula reads (`grad` and `result` included where used)."""
         found, stack = set(), [self._root]

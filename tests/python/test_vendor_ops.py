@@ -189,3 +189,22 @@ except backplane.BackendError as e:
     assert "load that plugin first" in str(e), e
 """], capture_output=True, text=True, env=env(), timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
+
+
+def test_vendor_ops_get_sharding_rules_when_loaded():
+    # Registered with DTensor at load, from the fragment like the core's: fused_gelu is
+    # pointwise (gelu is, and is not linear), clamp_ keeps the tensor it writes.
+    python("""
+rules = backplane.sharding.rules()
+assert rules["acme::fused_gelu"].kind == "pointwise" and rules["acme::fused_gelu"].linear == (), rules["acme::fused_gelu"]
+assert (rules["acme::clamp_"].kind, rules["acme::clamp_"].written) == ("pointwise", "x"), rules["acme::clamp_"]
+import torch.distributed as dist
+from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+mesh = torch.distributed.device_mesh.init_device_mesh("cpu", (1,))
+x = torch.randn(6, 5, dtype=torch.float64)
+y = gelu(distribute_tensor(x, mesh, [Shard(1)]))
+assert y.placements == (Shard(1),), y.placements
+torch.testing.assert_close(y.full_tensor(), torch.nn.functional.gelu(x))
+dist.destroy_process_group()
+""")
