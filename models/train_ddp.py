@@ -9,25 +9,20 @@ of the model, with the same weights, on the whole global batch: its gradients ar
 one GPU computes. They must match DDP's within float32 tolerance at every step; then both
 take the same AdamW step. Prints the largest difference and the loss.
 
-NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and friends, set here for this process
-and its children if the caller did not).
+NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and friends, set by models.distributed for
+this process and its children if the caller did not).
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-for _name in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
-    os.environ.setdefault(_name, "0" if _name == "NCCL_NVLS_ENABLE" else "1")
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel  # noqa: E402
-
-import backplane  # noqa: E402
-
-from .train import DecoderLM, batch, check_gradients, loss_of  # noqa: E402
+from .distributed import device_name, rank_share, start
+from .train import DecoderLM, batch, check_gradients, loss_of
 
 
 def main(argv=None) -> int:
@@ -35,13 +30,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--global-batch", type=int, default=64)
     args = p.parse_args(argv)
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    if args.global_batch % world:
-        raise SystemExit(f"--global-batch {args.global_batch} does not split over {world} ranks")
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
-    torch.cuda.set_device(device)
-    backplane.load("cuda")
+    rank, world, device = start("cuda")
+    mine = rank_share(args.global_batch, rank, world)
     model = DecoderLM(use_backplane=True).to(device)
     ddp = DistributedDataParallel(model, device_ids=[device.index])
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
@@ -51,12 +41,10 @@ def main(argv=None) -> int:
         single.load_state_dict(model.state_dict())
         opt_single = torch.optim.AdamW(single.parameters(), lr=3e-3)
     g = torch.Generator().manual_seed(1)
-    share = args.global_batch // world
     worst, first_loss, loss = 0.0, None, None
     for step in range(args.steps):
         tokens, targets = batch(args.global_batch, g, device)
         opt.zero_grad(set_to_none=True)
-        mine = slice(rank * share, (rank + 1) * share)
         loss_of(ddp, tokens[mine], targets[mine]).backward()  # DDP all-reduces (averages) here
         if rank == 0:
             opt_single.zero_grad(set_to_none=True)
@@ -67,7 +55,7 @@ def main(argv=None) -> int:
             opt_single.step()
         opt.step()
     if rank == 0:
-        print(f"DDP over {world} GPUs ({torch.cuda.get_device_name(device)}), global batch {args.global_batch}, "
+        print(f"DDP over {world} GPUs ({device_name(device)}), global batch {args.global_batch}, "
               f"{args.steps} steps: every parameter's gradient matched the one-GPU run (largest difference "
               f"{worst:.2e}); one-GPU loss {first_loss:.3f} -> {loss.item():.3f}", flush=True)
     dist.destroy_process_group()
