@@ -13,10 +13,25 @@
 
 namespace backplane::npu {
 
+namespace {
+
+// Queued kernels find a tensor's memory through its storage when they run (host_view),
+// so work queued before a resize must run first, or it would read the new allocation:
+// FSDP2 frees a layer's unsharded parameters (storage resize_(0)) as soon as the layer
+// has queued its kernels. A real device's kernels take their addresses at launch and
+// need no wait. Waits for every stream of the device; raises a failure of queued work.
+void wait_for_queued_work(c10::DeviceIndex index) {
+  for (c10::StreamId id = 0; id <= kPoolSize; ++id)
+    synchronize(c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, index), id));
+}
+
+}  // namespace
+
 void resize_bytes(c10::StorageImpl* storage, size_t bytes) {
   TORCH_CHECK(storage->resizable(), "backplane npu: trying to resize storage that is not resizable");
   const c10::DeviceIndex index = storage->device().index();
   const c10::DeviceGuard guard(c10::Device(kNpu, index));
+  wait_for_queued_work(index);
   c10::DataPtr fresh = storage->allocator()->allocate(bytes);
   const size_t keep = std::min(bytes, storage->nbytes());
   // The old memory must outlive the queued copy: the task owns it.

@@ -27,8 +27,9 @@ import torch
 
 # The parts PyTorch 2 asks a device module for live in modules of their own, each named
 # for what it serves: _amp (autocast), _random (generators), _profiler, _inductor
-# (torch.compile and AOTInductor). Each has an on_load(lib) that on_load below calls.
-from . import _amp, _inductor, _profiler, _random
+# (torch.compile and AOTInductor), _collectives (torch.distributed). Each has an
+# on_load(lib) that on_load below calls.
+from . import _amp, _collectives, _inductor, _profiler, _random
 from ._amp import get_amp_supported_dtype, is_bf16_supported
 from ._random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
                       set_rng_state, set_rng_state_all)
@@ -83,7 +84,7 @@ def on_load(plugin_path: str) -> None:
         torch._register_device_module("npu", sys.modules[__name__])
     if not hasattr(torch.Tensor, "is_npu"):
         torch.utils.generate_methods_for_privateuse1_backend()
-    for part in (_random, _profiler, _inductor):
+    for part in (_random, _profiler, _inductor, _collectives):
         part.on_load(lib)
 
 
