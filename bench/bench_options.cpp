@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -26,12 +27,12 @@ std::string join(const std::set<std::string>& items) {
   return out;
 }
 
-double parse_min_time(const std::string& text) {
+double parse_seconds(const std::string& flag, const std::string& text) {
   char* end = nullptr;
   const double seconds = std::strtod(text.c_str(), &end);
   const bool number = !text.empty() && (*end == '\0' || std::string(end) == "s");
   if (!number || !std::isfinite(seconds) || !(seconds > 0) || seconds > kMaxMinTime)
-    throw std::invalid_argument("--min-time: expected seconds > 0 and at most " + std::to_string(int(kMaxMinTime)) +
+    throw std::invalid_argument(flag + ": expected seconds > 0 and at most " + std::to_string(int(kMaxMinTime)) +
                                 " such as 0.05, found '" + text + "'");
   return seconds;
 }
@@ -60,7 +61,7 @@ void check_benchmark_flag(const std::string& arg, BenchOptions& options) {
 BenchOptions take_bench_options(int* argc, char** argv) {
   std::map<std::string, std::optional<std::string>> values = {
       {"--backends", std::nullopt}, {"--ops", std::nullopt}, {"--dtypes", std::nullopt}, {"--shapes", std::nullopt},
-      {"--min-time", std::nullopt}};
+      {"--min-time", std::nullopt}, {"--max-time", std::nullopt}};
   BenchOptions options;
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -97,6 +98,7 @@ BenchOptions take_bench_options(int* argc, char** argv) {
 
   for (const auto& op : split(values["--ops"].value_or(""))) options.ops.insert(op);
   for (const auto& shape : split(values["--shapes"].value_or(""))) options.shapes.insert(shape);
+  options.all_shapes = options.shapes.erase("all") > 0;
   const std::string dtypes = values["--dtypes"].value_or("float32,bfloat16");
   for (const auto& name : split(dtypes)) {
     auto it = dtype_names().find(name);  // the registry's dtype names
@@ -106,7 +108,12 @@ BenchOptions take_bench_options(int* argc, char** argv) {
     options.dtypes.push_back(it->second);
   }
   if (options.dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
-  if (values["--min-time"]) options.min_time = parse_min_time(*values["--min-time"]);
+  if (values["--min-time"]) options.stop.min_seconds = parse_seconds("--min-time", *values["--min-time"]);
+  if (values["--max-time"]) options.stop.max_seconds = parse_seconds("--max-time", *values["--max-time"]);
+  else options.stop.max_seconds = std::max(options.stop.max_seconds, options.stop.min_seconds);
+  if (options.stop.max_seconds < options.stop.min_seconds)
+    throw std::invalid_argument("--max-time: expected at least --min-time (" +
+                                values["--min-time"].value_or("0.05") + " s), found '" + *values["--max-time"] + "'");
   return options;
 }
 
@@ -123,7 +130,7 @@ void check_names(const BenchOptions& options) {
   for (const auto& shape : options.shapes)
     if (!known_shapes.count(shape))
       throw std::invalid_argument("--shapes: no op has a bench preset named '" + shape + "'; presets: " +
-                                  join(known_shapes));
+                                  join(known_shapes) + " (or all)");
 }
 
 }  // namespace backplane::bench

@@ -3,13 +3,17 @@
 //   --backends=cpu,cuda   default: BACKPLANE_BACKENDS, else cpu
 //   --ops=add,rms_norm    default: every registry op
 //   --dtypes=float32,bfloat16   default: float32 and bfloat16 (where the op takes them)
-//   --shapes=NAME,...     registry bench presets by name (e.g. decode_32x8192); default: all
-//   --min-time=SECONDS    least time per repetition (default: Google Benchmark's)
+//   --shapes=NAME,...     registry bench presets by name (e.g. decode_32x8192), or all;
+//                         default: each op's first preset
+//   --min-time=SECONDS    least time each row samples (adaptive_stop.h; default 0.05)
+//   --max-time=SECONDS    most time each row samples (default 0.5; at least --min-time)
 //   --cuda-graph          time CUDA rows as replays of a recorded CUDA graph (recorded_batch.h)
 // Each also as two arguments (--ops add). Unknown names are errors naming the known ones.
 // Google Benchmark's --benchmark_repetitions, --benchmark_out and --benchmark_out_format
 // are checked here and left in argv for it (its own parsing aborts on a negative count).
 #pragma once
+
+#include "adaptive_stop.h"
 
 #include <c10/core/ScalarType.h>
 
@@ -24,17 +28,21 @@ struct BenchOptions {
   std::vector<std::string> backends;
   std::set<std::string> ops;  // empty: every op
   std::vector<c10::ScalarType> dtypes;
-  std::set<std::string> shapes;  // empty: every preset
-  double min_time = 0;           // seconds; 0: Google Benchmark's default
+  std::set<std::string> shapes;  // empty: each op's first preset
+  bool all_shapes = false;       // --shapes all
+  StopRule stop;                 // --min-time, --max-time
   bool cuda_graph = false;
   std::string out_file;          // --benchmark_out: empty, none
   bool out_json = true;          // --benchmark_out_format is json (Google Benchmark's default)
 
   bool wants_op(const std::string& op) const { return ops.empty() || ops.count(op); }
-  bool wants_shape(const std::string& shape) const { return shapes.empty() || shapes.count(shape); }
+  // `first`: the preset the op lists first, its one row by default.
+  bool wants_shape(const std::string& shape, bool first) const {
+    return all_shapes || (shapes.empty() ? first : shapes.count(shape) > 0);
+  }
 };
 
-inline constexpr double kMaxMinTime = 3600;  // seconds per repetition; more is a typo, not a plan
+inline constexpr double kMaxMinTime = 3600;  // seconds per row; more is a typo, not a plan
 inline constexpr int kMaxRepetitions = 1000;
 
 // Removes the options above from argv (argc updated). Throws std::invalid_argument.

@@ -11,6 +11,9 @@
 namespace backplane::bench {
 namespace {
 
+// A call costs about a microsecond: a tenth of a second is 1e5 calls, plenty for a median.
+constexpr double kMinSeconds = 0.1;
+
 using AddSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&);
 
 void time_host_calls(benchmark::State& state, c10::Device device, const std::function<at::Tensor()>& call) {
@@ -41,13 +44,13 @@ void register_call_overhead(const SelectedBackend& backend) {
       const at::Tensor a = at::randn({1}, opts), b = at::randn({1}, opts);
       time_host_calls(state, device, [&] { return op.call(a, b, 1); });
       state.SetLabel("float32[1] backplane::add through the dispatcher");
-    })->UseRealTime()->Unit(benchmark::kNanosecond);
+    })->UseRealTime()->Unit(benchmark::kNanosecond)->MinTime(kMinSeconds);
   }
   benchmark::RegisterBenchmark((prefix + "torch/1").c_str(), [device, opts](benchmark::State& state) {
     const at::Tensor a = at::randn({1}, opts), b = at::randn({1}, opts);
     time_host_calls(state, device, [&] { return at::add(a, b); });
     state.SetLabel("float32[1] at::add");
-  })->UseRealTime()->Unit(benchmark::kNanosecond);
+  })->UseRealTime()->Unit(benchmark::kNanosecond)->MinTime(kMinSeconds);
 }
 
 }  // namespace backplane::bench

@@ -1,8 +1,8 @@
 // backplane_bench: every registry op on every selected backend, beside PyTorch's own op
 // and the device's copy_ bandwidth. The engine of `backplane bench`.
-//   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [--cuda-graph]
-//                   [Google Benchmark flags]
-// Prints Google Benchmark's lines, then a table (table_reporter.h); with
+//   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [--min-time=S]
+//                   [--max-time=S] [--cuda-graph] [Google Benchmark flags]
+// Prints a progress line on a terminal, then one table (table_reporter.h); with
 // --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench` reads
 // (--input, --compare; python/backplane/bench/results.py).
 #include "backend_selection.h"
@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -33,8 +34,10 @@ void print_help() {
                "                       one that cannot load or has no device here is skipped, with its reason\n"
                "  --ops=add,rms_norm   these registry ops (default: all)\n"
                "  --dtypes=float32,... float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
-               "  --shapes=NAME,...    the registry's bench presets by name (default: all)\n"
-               "  --min-time=SECONDS   least time per repetition (default: Google Benchmark's)\n"
+               "  --shapes=NAME,...    the registry's bench presets by name, or all (default: each op's first)\n"
+               "  --min-time=SECONDS   least time each row samples (default 0.05)\n"
+               "  --max-time=SECONDS   most time each row samples (default 0.5); in between a row stops once the\n"
+               "                       spread of its samples is below 2%\n"
                "  --cuda-graph         time cuda rows as replays of a CUDA graph of each batch of calls: the\n"
                "                       kernels' time without the host's launch cost (other devices as usual)\n"
                "  every backplane row is checked against its reference before it is timed\n"
@@ -58,13 +61,18 @@ std::string cpu_model() {
   return {};
 }
 
-void add_context(const backplane::bench::BackendSelection& selection, bool cuda_graph) {
+void add_context(const backplane::bench::BackendSelection& selection, bool cuda_graph,
+                 const backplane::bench::StopRule& stop, const std::map<std::string, std::string>& shared_rows) {
   if (const std::string model = cpu_model(); !model.empty()) benchmark::AddCustomContext("cpu_model", model);
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
   benchmark::AddCustomContext("bytes_counted",
                               "minimal traffic: each input read once (an expanded one: its distinct elements), "
                               "each output written once");
+  benchmark::AddCustomContext("stopping", "samples of about 1 ms until their spread is below " +
+                                             std::to_string(int(stop.target_spread * 100)) + "%, for " +
+                                             std::to_string(stop.min_seconds) + " to " +
+                                             std::to_string(stop.max_seconds) + " s per row");
   benchmark::AddCustomContext("timing", cuda_graph ? "cpu: wall clock; cuda: CUDA graph replays of each batch of "
                                                     "calls, between events; other devices: device events on the "
                                                     "current stream"
@@ -74,6 +82,16 @@ void add_context(const backplane::bench::BackendSelection& selection, bool cuda_
     benchmark::AddCustomContext("backend." + b.name, b.record.path + " (version " + b.record.version + ", key " +
                                                          b.record.dispatch_key + ", device " + b.device.str() + ")");
   for (const auto& s : selection.skipped) benchmark::AddCustomContext("skipped." + s.name, s.reason);
+  for (const auto& [backend, owner] : shared_rows)
+    if (owner != backend) benchmark::AddCustomContext("shared_rows." + backend, owner);
+}
+
+// Backend -> the first selected backend on its device, whose reference and copy_ rows
+// the device's other backends share (timed once per device).
+std::map<std::string, std::string> device_row_owners(const backplane::bench::BackendSelection& selection) {
+  std::map<std::string, std::string> owner_of_device, owners;
+  for (const auto& b : selection.selected) owners[b.name] = owner_of_device.emplace(b.device.str(), b.name).first->second;
+  return owners;
 }
 
 // Google Benchmark's JSON file reporter, which notices a write that failed (a full disk,
@@ -168,14 +186,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  add_context(selection, options.cuda_graph);
-  backplane::bench::set_min_time(options.min_time);
+  const auto owners = device_row_owners(selection);
+  add_context(selection, options.cuda_graph, options.stop, owners);
+  backplane::bench::set_stop_rule(options.stop);
   backplane::bench::set_cuda_graph(options.cuda_graph);
   for (const auto& backend : selection.selected) {
-    backplane::bench::register_op_benchmarks(backend, options);
+    backplane::bench::register_op_benchmarks(backend, options, owners.at(backend.name) == backend.name);
     if (options.ops.empty()) backplane::bench::register_call_overhead(backend);
   }
-  backplane::bench::TableReporter table;
+  backplane::bench::TableReporter table(backplane::bench::registered_workloads(), owners);
   CheckedJsonReporter json;
   const bool checked = !options.out_file.empty() && options.out_json;
   benchmark::RunSpecifiedBenchmarks(&table, checked ? &json : nullptr);

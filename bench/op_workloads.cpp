@@ -14,13 +14,16 @@
 #include <iostream>
 #include <memory>
 
-// Every row derives from the registry: each op's `bench` shapes (elementwise rules
-// default to 1M elements), in float32 and bfloat16 where the op takes them, beside its
+// Every row derives from the registry: each op's `bench` shapes (by default its first;
+// elementwise rules default to 1M elements), in float32 and bfloat16 where the op takes them, beside its
 // baseline: PyTorch's own op where the registry names one (`baseline:`, e.g. aten::rms_norm),
 // else its `reference` (the PyTorch expression the conformance suite checks it against), run in
 // the same dtype on the same device, and a copy_ row of the op's largest tensor as the
 // device's bandwidth reference. Rows are named <op>/<backend>/<impl>/<shape>_<dtype>:
 //   add/cpu/backplane/1M_elements_float32   add/cpu/reference/...   add/cpu/copy_/...
+// The reference and copy_ rows are the device's, not a backend's: they are timed under the
+// first selected backend on each device only (the run's context says "shared_rows.<b>":
+// where backend b finds them).
 //
 // Inputs are not rotated between calls: a 4 MiB tensor stays in L2/L3 from one call to
 // the next on a CPU; the reference row runs under the same conditions. In-place ops
@@ -128,7 +131,7 @@ std::string shape_label(const OpInputs& shape) {
 
 }  // namespace
 
-void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options) {
+void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options, bool device_rows) {
   for (const OpDef& op : all_ops()) {
     const std::string id = op.id();
     if (!options.wants_op(id)) continue;
@@ -136,18 +139,18 @@ void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& 
       std::cerr << "backplane_bench: " << id << " has no bench shapes in the registry; not benchmarked\n";
       continue;
     }
-    if (!backend.ops.count(id))
+    if (!backend.ops.count(id) && device_rows)
       std::cerr << "backplane_bench: " << id << " is not implemented on " << backend.name
                 << "; only its reference rows run\n";
     for (const auto& shape : op.checks.bench)
       for (auto dtype : options.dtypes) {
-        if (!op.supports(dtype) || !options.wants_shape(shape.name)) continue;
+        if (!op.supports(dtype) || !options.wants_shape(shape.name, &shape == &op.checks.bench.front())) continue;
         const std::string suffix = "/" + shape_label(shape) + "_" + dtype_name(dtype);
         const std::string prefix = id + "/" + backend.name + "/";
-        register_workload(prefix + "copy_" + suffix, backend.device, copy_row(op, shape, dtype));
+        if (device_rows) register_workload(prefix + "copy_" + suffix, backend.device, copy_row(op, shape, dtype));
         if (backend.ops.count(id))
           register_workload(prefix + "backplane" + suffix, backend.device, backplane_row(op, shape, dtype));
-        if (!op.checks.bench_baseline().empty())
+        if (device_rows && !op.checks.bench_baseline().empty())
           register_workload(prefix + "reference" + suffix, backend.device, reference_row(op, shape, dtype));
       }
   }

@@ -12,7 +12,8 @@
 
 namespace backplane::bench {
 
-// Rows for each op, shape preset and dtype the options select.
-void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options);
+// Rows for each op, shape preset and dtype the options select. device_rows: also the
+// reference and copy_ rows (the first backend on each device; the others share them).
+void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& options, bool device_rows);
 
 }  // namespace backplane::bench

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 namespace backplane::bench {
 namespace {
@@ -78,37 +79,64 @@ bool& cuda_graph_enabled() {
   return enabled;
 }
 
-void run_on_cpu(benchmark::State& state, const Workload& w) {
-  for (int i = 0; i < kWarmupCalls; ++i) w.step();
-  for (auto _ : state) w.step();
+StopRule& stop_rule() {
+  static StopRule rule;
+  return rule;
 }
 
-// `batch`: calls per timed batch, chosen on the row's first run and kept for the rest,
-// also where --interleave builds the row again (Google Benchmark requires every repetition
-// of a row to run the same iterations, and aborts the process otherwise).
+// Calls per sample for a call of `per_call` seconds: one sample lasts about
+// kTargetBatchSeconds (one call for 1 GiB tensors, hundreds for 1K elements).
+int64_t batch_for(double per_call) {
+  const auto wanted = static_cast<int64_t>(std::ceil(kTargetBatchSeconds / std::max(per_call, 1e-9)));
+  return std::clamp<int64_t>(wanted, 1, kMaxBatch);
+}
+
+// Takes samples of `batch` calls (seconds each, from `sample`) until the stop rule says
+// enough; reports the median per-call time as the run's one iteration, and the spread.
+void sample_until_stable(benchmark::State& state, int64_t batch, const std::function<double()>& sample) {
+  std::vector<double> per_call;
+  double elapsed = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    while (!should_stop(per_call, elapsed, stop_rule())) {
+      per_call.push_back(sample() / static_cast<double>(batch));
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    state.SetIterationTime(median_of(per_call));
+  }
+  state.counters["spread"] = relative_spread(per_call);
+  state.counters["samples"] = static_cast<double>(per_call.size());
+  state.counters["sampled_seconds"] = elapsed;
+  state.counters["calls_per_batch"] = static_cast<double>(batch);
+}
+
+double wall_seconds_of(const std::function<void()>& step, int64_t calls) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < calls; ++i) step();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// `batch`: calls per sample, chosen on the row's first run and kept for its repetitions
+// (also where --interleave builds the row again), so they time the same thing.
+void run_on_cpu(benchmark::State& state, const Workload& w, int64_t& batch) {
+  for (int i = 0; i < kWarmupCalls; ++i) w.step();
+  if (batch == 0) batch = batch_for(wall_seconds_of(w.step, 1));
+  sample_until_stable(state, batch, [&] { return wall_seconds_of(w.step, batch); });
+}
+
 void run_on_device(benchmark::State& state, c10::Device device, const Workload& w, int64_t& batch) {
   const c10::DeviceGuard guard(device);
   DeviceBatchTimer timer(device);
   timer.time_batch(w.step, kWarmupCalls);
-  if (batch == 0) {
-    // Size the batch from a measured one: one call per batch for 1 GiB tensors, hundreds
-    // for 1K elements, where a single call is mostly launch latency.
-    const double per_call = timer.time_batch(w.step, 16) / 16;
-    const auto wanted = static_cast<int64_t>(std::ceil(kTargetBatchSeconds / std::max(per_call, 1e-9)));
-    batch = std::clamp<int64_t>(wanted, 1, kMaxBatch);
-  }
-  // Each timed batch counts as `batch` iterations: Google Benchmark sizes the run from
-  // iterations x time per iteration, so a batch counted as one iteration would make the
-  // run `batch` times longer than --min-time asks.
+  if (batch == 0) batch = batch_for(timer.time_batch(w.step, 16) / 16);
   if (cuda_graph_enabled() && device.is_cuda()) {
     // The same batch, recorded once and replayed: device time without the host's launches.
     const std::unique_ptr<RecordedBatch> recorded = record_cuda_graph(device, w.step, batch);
-    while (state.KeepRunningBatch(batch)) state.SetIterationTime(recorded->replay_seconds());
+    sample_until_stable(state, batch, [&] { return recorded->replay_seconds(); });
     state.counters["cuda_graph"] = 1;
   } else {
-    while (state.KeepRunningBatch(batch)) state.SetIterationTime(timer.time_batch(w.step, batch));
+    sample_until_stable(state, batch, [&] { return timer.time_batch(w.step, batch); });
   }
-  state.counters["calls_per_batch"] = static_cast<double>(batch);
   if (!timer.uses_events()) state.counters["host_timed"] = 1;
 }
 
@@ -117,14 +145,8 @@ std::string message_of(const std::exception& e) {
   return e.what();
 }
 
-double& min_time_seconds() {
-  static double seconds = 0;  // 0: Google Benchmark's default
-  return seconds;
-}
-
-// Google Benchmark calls a row's function several times (to size the iteration count,
-// then once per repetition), one row after another, or in a random order with
-// --interleave. The row's inputs are built on its first call and kept until another row
+// Google Benchmark calls a row's function once per repetition, one row after another, or
+// in a random order with --interleave. The row's inputs are built on its first call and kept until another row
 // starts: one row's tensors on the device at a time. Interleaved, a row is built again
 // each time it comes round (its result check runs on the first build only).
 struct CurrentRow {
@@ -151,32 +173,37 @@ CurrentRow& row_for(const std::string& name, c10::Device device, const WorkloadF
   return row;
 }
 
-// Google Benchmark (1.7) aborts the process when the repetitions of a row ran different
-// iteration counts, a failed repetition included. So a failed run still counts out its
-// iterations, in the batches a timed run takes, and a row that failed once fails every
-// later run the same way (RowState::failed): a kernel that fails only in the third
-// repetition is a row reported as failed, not a lost run.
+// Every run of a row is one iteration (the sampling happens inside it); a row that failed
+// once fails every later repetition the same way (RowState::failed): a kernel that fails
+// only in the third repetition is a row reported as failed, not a lost run.
 struct RowState {
-  int64_t batch = 0;   // device rows: calls per timed batch, fixed on the first run
+  int64_t batch = 0;   // calls per sample, fixed on the first run
   std::string failed;  // why the row failed, once it has
 };
 
-// Only for a run whose timed loop has not finished: everything that can throw in a row's
-// function runs before the loop ends (a second FinishKeepRunning would abort).
+// For a run whose timed loop has not started, or was left by a throw: KeepRunning goes on
+// from where the loop was (a range-for would start it again, which aborts the process).
 void fail_run(benchmark::State& state, const RowState& row) {
-  const int64_t batch = std::max<int64_t>(row.batch, 1);
-  while (state.KeepRunningBatch(batch)) {
+  while (state.KeepRunning()) {
   }
   state.SkipWithError(row.failed.c_str());
 }
 
+int& workload_count() {
+  static int count = 0;
+  return count;
+}
+
 }  // namespace
 
-void set_min_time(double seconds) { min_time_seconds() = seconds; }
+void set_stop_rule(const StopRule& rule) { stop_rule() = rule; }
 
 void set_cuda_graph(bool enabled) { cuda_graph_enabled() = enabled; }
 
+int registered_workloads() { return workload_count(); }
+
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
+  ++workload_count();
   auto shared = std::make_shared<RowState>();
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, device, make = std::move(make),
                                                         shared](benchmark::State& state) {
@@ -185,7 +212,7 @@ benchmark::internal::Benchmark* register_workload(const std::string& name, c10::
     try {
       CurrentRow& row = row_for(name, device, make);
       const Workload& w = *row.workload;
-      if (device.is_cpu()) run_on_cpu(state, w);
+      if (device.is_cpu()) run_on_cpu(state, w, row_state.batch);
       else run_on_device(state, device, w, row_state.batch);
       state.SetBytesProcessed(state.iterations() * w.bytes);
       state.SetItemsProcessed(state.iterations() * w.elements);
@@ -195,10 +222,8 @@ benchmark::internal::Benchmark* register_workload(const std::string& name, c10::
       fail_run(state, row_state);
     }
   });
-  b->Unit(benchmark::kMicrosecond);
-  if (min_time_seconds() > 0) b->MinTime(min_time_seconds());  // the API: the flag's syntax differs by version
-  if (device.is_cpu()) b->UseRealTime();
-  else b->UseManualTime();
+  // One iteration per repetition, timed by the samples' median (sample_until_stable).
+  b->Unit(benchmark::kMicrosecond)->Iterations(1)->UseManualTime();
   return b;
 }
 

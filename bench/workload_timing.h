@@ -1,12 +1,16 @@
-// How one benchmark row is timed, the same way for every implementation of an op.
-//   CPU: Google Benchmark's wall clock (UseRealTime: ATen runs on several threads,
-//        so CPU time would count both cores).
+// How one benchmark row is timed, the same way for every implementation of an op: samples
+// of a batch of calls (about 1 ms each) until the stop rule (adaptive_stop.h) is met; the
+// row's time is the samples' median per call, its spread the samples' (counters "spread",
+// "samples", "sampled_seconds", "calls_per_batch" in the JSON).
+//   CPU: wall clock (ATen runs on several threads, so CPU time would count both cores).
 //   any other device: device-side time from events on the current stream (UseManualTime),
 //        through the device-generic c10::Event API; this file links no device runtime.
 //   cuda with set_cuda_graph(true): the same batches recorded once as a CUDA graph and
 //        replayed (recorded_batch.h), so ops shorter than a launch time the kernels, not
 //        the host's launch rate.
 #pragma once
+
+#include "adaptive_stop.h"
 
 #include <benchmark/benchmark.h>
 
@@ -35,10 +39,11 @@ using WorkloadFactory = std::function<Workload(c10::Device)>;
 // marks the row with the error instead of ending the process.
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make);
 
-// The least time per repetition of rows registered after this call (0: Google
-// Benchmark's default). Set through the API: --benchmark_min_time's syntax changed
-// between Google Benchmark versions ("0.05" before 1.8, "0.05s" after).
-void set_min_time(double seconds);
+// Rows registered so far (for the progress line).
+int registered_workloads();
+
+// When the rows stop sampling (each repetition of each row).
+void set_stop_rule(const StopRule& rule);
 
 // Whether CUDA rows are timed as replays of a CUDA graph (off: events around eager calls).
 void set_cuda_graph(bool enabled);

@@ -102,21 +102,27 @@ const std::map<std::string, Command>& commands() {
         "  --allow-plugin-change   run although another plugin serves an op than at packaging",
         {"--input", "--repeat", "--allow-plugin-change", "--json"}, {"--input", "--repeat"}, true, run_command}},
       {"bench",
-       {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..] [--repetitions N] [--json F] [--compare BASE.json] "
-        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--side-by-side] [--min-time S] [--interleave] "
-        "[--cuda-graph] [common flags]",
+       {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..|all] [--repetitions N] [--json F] [--compare BASE.json] "
+        "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--side-by-side] [--min-time S] [--max-time S] "
+        "[--interleave] [--cuda-graph] [common flags]",
         "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
-        "bandwidth, each row checked against its reference first (Google Benchmark; engine: backplane_bench).\n"
+        "bandwidth, each row checked against its reference first (engine: backplane_bench, on Google Benchmark).\n"
+        "By default each op's first bench preset in float32 and bfloat16, each row sampled until its spread is\n"
+        "below 2% (at least --min-time, at most --max-time); the reference and copy_ rows once per device.\n"
+        "A progress line on a terminal, then one table; a warning when the run's copy_ rows disagree (busy machine).\n"
         "  --ops a,b              these ops (default: all)\n"
         "  --dtypes a,b           float32, float64, float16, bfloat16 (default: float32,bfloat16)\n"
-        "  --shapes a,b           the registry's bench presets by name (default: all)\n"
-        "  --repetitions N        repetitions of each row, 1 to 1000 (default 5): median and spread\n"
-        "  --min-time SECONDS     least time per repetition, above 0 and at most 3600 (Google Benchmark's default 0.5)\n"
+        "  --shapes a,b|all       the registry's bench presets by name, or all: the full sweep (default: each\n"
+        "                         op's first)\n"
+        "  --repetitions N        repetitions of each row, 1 to 1000 (default 1; 5 with --compare and\n"
+        "                         --compare-backends, whose U test needs 3): median and spread over them\n"
+        "  --min-time SECONDS     least time each row samples, above 0 and at most 3600 (default 0.05)\n"
+        "  --max-time SECONDS     most time each row samples, at least --min-time (default 0.5)\n"
         "  --interleave           the repetitions of all rows in a random order (Google Benchmark's random\n"
         "                         interleaving): a drift of the machine's speed falls on every row alike\n"
         "  --cuda-graph           time cuda rows as replays of a CUDA graph of each batch of calls: the kernels'\n"
         "                         time without the host's launch cost (ops shorter than a launch need it)\n"
-        "  --json FILE            Google Benchmark's JSON of the run\n"
+        "  --json FILE            the run's JSON (Google Benchmark's; the baseline formulas are its labels)\n"
         "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
         "                         significant regression beyond --threshold (default 5%)\n"
         "  --compare-backends A,B backend B against A in this run, the same way\n"
@@ -124,10 +130,10 @@ const std::map<std::string, Command>& commands() {
         "  --side-by-side         markdown: a row per op, preset and dtype, a group of columns per backend\n"
         "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`;\n"
         "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
-        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
-         "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph"},
-        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--json", "--compare", "--compare-backends",
-         "--threshold", "--plot"},
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
+         "--compare-backends", "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph"},
+        {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
+         "--compare-backends", "--threshold", "--plot"},
         false, bench_command}},
   };
   return all;

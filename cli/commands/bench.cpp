@@ -90,7 +90,7 @@ int bench_command(const Options& options) {
   std::vector<std::string> args = {engine.string()};
   if (!backends.empty()) args.push_back("--backends=" + backends);
   if (!ops.empty()) args.push_back("--ops=" + ops);
-  std::string repetitions = "5";
+  std::string repetitions = "1";  // each row samples until stable (bench/adaptive_stop.h)
   for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& flag = options.rest[i];
     if (flag == "--interleave") {  // the engine's flags without a value
@@ -113,8 +113,8 @@ int bench_command(const Options& options) {
         return kExitUsage;
       }
       repetitions = value;
-    } else if (flag == "--min-time") {
-      args.push_back("--min-time=" + value);
+    } else if (flag == "--min-time" || flag == "--max-time") {
+      args.push_back(flag + "=" + value);
     } else if (flag == "--threshold") {
       continue;  // only meaningful with --compare (the Python side)
     } else {  // --ops, --dtypes, --shapes: the engine's own flags

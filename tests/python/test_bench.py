@@ -91,8 +91,9 @@ def test_a_wrong_kernel_is_reported_not_timed():
                            "--ops=identity_conv", "--dtypes=float32", *QUICK], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "identity_conv/cpu_alt/1M_elements_float32" in done.stdout
-    assert "FAILED: wrong result against the reference, not timed:" in done.stdout
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("identity_conv ")]
+    assert line.split()[1:4] == ["1M_elements", "float32", "cpu_alt"]
+    assert "FAILED: wrong result against the reference, not timed:" in line
 
 
 def test_unknown_names_are_refused_naming_the_known_ones():
@@ -112,7 +113,9 @@ def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
                            "--shapes", "1M_elements,1M_transposed", "--repetitions", "2", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "mul/cpu/1M_elements_float32" in done.stdout and "x reference" in done.stdout
+    assert [line.split()[:4] for line in done.stdout.splitlines() if line.startswith("mul ")] == \
+        [["mul", "1M_elements", "float32", "cpu"], ["mul", "1M_transposed", "float32", "cpu"]]
+    assert "x base" in done.stdout
     assert {r.impl for r in bench.rows(bench.load(out))} == {"backplane", "reference", "copy_"}
     # the machine beside its host name: /proc/cpuinfo's first model name, where it has one
     models = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -496,3 +499,136 @@ def test_markdown_reports_the_per_call_host_cost():
     text = bench.markdown(results)
     assert "| add | cpu | 710 | 600 | +110 |" in text
     assert bench.call_cost_table(_results((5.0, 6.0, 7.0))) == ""  # a run with --ops has none
+
+
+def _copy_entry(op, us, nbytes=8 << 20, backend="cpu"):
+    return {"name": f"{op}/{backend}/copy_/1M_elements_float32", "run_name": f"{op}/{backend}/copy_/1M_elements_float32",
+            "run_type": "iteration", "real_time": us, "time_unit": "us", "bytes_per_second": nbytes / (us * 1e-6)}
+
+
+def test_the_noisy_run_warning_fires_on_disagreeing_copy_rows():
+    # the decision: copy_ timings of the same bytes, dtype and backend more than 30% apart
+    assert bench.noisy_copy_groups([("cpu", "float32", 100, 10.0), ("cpu", "float32", 100, 12.9)]) == []
+    (line,) = bench.noisy_copy_groups([("cpu", "float32", 100, 10.0), ("cpu", "float32", 100, 13.1)])
+    assert line == "cpu float32 copy_ of 100 bytes: 2 timings from 10.00 to 13.10 us (31% apart, threshold 30%)"
+    # timings of other sizes, dtypes or backends are no evidence against each other
+    assert bench.noisy_copy_groups([("cpu", "float32", 100, 10.0), ("cpu", "float32", 200, 40.0),
+                                    ("cpu", "bfloat16", 100, 40.0), ("npu", "float32", 100, 40.0)]) == []
+    # from a run: two ops' copy_ rows of one 8 MiB tensor, one of them 3x slower
+    def run(add_copy_us, mul_copy_us):
+        return {"context": {}, "benchmarks": _entry("add/cpu/backplane/1M_elements_float32", (5.0,))
+                + [_copy_entry("add", add_copy_us), _copy_entry("mul", mul_copy_us)]}
+
+    assert "WARNING" not in bench.format_table(run(4.0, 4.4))
+    (warning,) = [line for line in bench.format_table(run(4.0, 12.0)).splitlines() if line.startswith("WARNING")]
+    assert warning == ("WARNING: noisy run, figures unreliable (a busy machine?): cpu float32 copy_ of 8388608 bytes: "
+                       "2 timings from 4.00 to 12.00 us (200% apart, threshold 30%)")
+
+
+def test_a_backend_reads_its_devices_shared_reference_and_copy_rows():
+    results = _results((5.0, 6.0, 7.0))
+    results["context"]["shared_rows.cpu_alt"] = "cpu"
+    results["benchmarks"] += _entry("add/cpu_alt/backplane/1M_elements_float32", (3.0, 3.0, 3.0), 2e9)
+    alt = [t for t in bench.table(results) if t["backend"] == "cpu_alt"][0]
+    assert alt["vs_reference"] == pytest.approx(10 / 3) and alt["pct_copy"] == pytest.approx(0.5)
+
+
+def _engine_json(tmp_path, *flags, env=None):
+    out = tmp_path / "e.json"
+    done = subprocess.run([str(backplane.lib_dir().parent / "bin" / "backplane_bench"), "--dtypes=float32",
+                           f"--benchmark_out={out}", "--benchmark_out_format=json", *flags], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done, json.loads(out.read_text())
+
+
+def test_piped_output_is_one_table_without_escape_codes(tmp_path):
+    done, results = _engine_json(tmp_path, "--backends=cpu", "--ops=add,mul", "--min-time=0.01", "--max-time=0.02")
+    assert "\x1b" not in done.stdout + done.stderr and "\r" not in done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split() for line in lines if line.startswith("op ")] == [
+        ["op", "preset", "dtype", "backend", "median", "spread", "GB/s", "%copy_", "x", "base"]]
+    assert [line.split()[:4] for line in lines if line.startswith(("add ", "mul "))] == [
+        ["add", "1M_elements", "float32", "cpu"], ["mul", "1M_elements", "float32", "cpu"]]
+    # no Google Benchmark console, no formula on a line; the formulas are the JSON's labels
+    assert "real_time" not in done.stdout and "DEBUG" not in done.stdout and "at::" not in done.stdout
+    assert any("a + b" in e.get("label", "") or "add" in e.get("label", "") for e in results["benchmarks"])
+
+
+def test_each_row_samples_between_the_minimum_and_maximum_time(tmp_path):
+    _, results = _engine_json(tmp_path, "--backends=cpu", "--ops=add", "--min-time=0.06", "--max-time=0.12")
+    entries = [e for e in results["benchmarks"] if not e["name"].startswith("call_overhead")]
+    assert len(entries) == 3
+    for e in entries:
+        one_sample = e["real_time"] * 1e-6 * e["calls_per_batch"]  # a sample is never cut short
+        assert 0.06 <= e["sampled_seconds"] <= 0.12 + one_sample + 0.05, e
+        assert e["samples"] >= 1 and 0 <= e["spread"] and e["iterations"] == 1
+    assert "for 0.06" in results["context"]["stopping"]
+    # a maximum below the minimum is refused
+    done = subprocess.run([str(backplane.lib_dir().parent / "bin" / "backplane_bench"), "--ops=add",
+                           "--min-time=0.2", "--max-time=0.1"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--max-time: expected at least --min-time (0.2 s), found '0.1'" in done.stderr
+
+
+def test_reference_and_copy_rows_are_timed_once_per_device(tmp_path):
+    env = {**os.environ, "BACKPLANE_PLUGIN_PATH": str(FIXTURES)}
+    _, results = _engine_json(tmp_path, "--backends=cpu,cpu_alt", "--ops=identity_conv", "--min-time=0.01",
+                              "--max-time=0.02", env=env)
+    assert sorted((r.backend, r.impl) for r in bench.rows(results)) == [
+        ("cpu", "backplane"), ("cpu", "copy_"), ("cpu", "reference"), ("cpu_alt", "backplane")]
+    assert results["context"]["shared_rows.cpu_alt"] == "cpu" and "shared_rows.cpu" not in results["context"]
+    (reference,) = [r for r in bench.rows(results) if r.impl == "reference"]
+    for line in bench.table(results):  # each backend against the device's one reference and copy_
+        assert line["vs_reference"] == pytest.approx(reference.median_us / line["median_us"]) and line["pct_copy"]
+
+
+def test_one_preset_per_op_by_default_and_all_for_the_sweep(tmp_path):
+    quick = ["--backends=cpu", "--ops=softmax", "--min-time=0.01", "--max-time=0.01"]
+    _, results = _engine_json(tmp_path, *quick)
+    assert {r.shape for r in bench.rows(results)} == {"attention_4096x4096"}
+    _, results = _engine_json(tmp_path, *quick, "--shapes=all")
+    assert {r.shape for r in bench.rows(results)} == {"attention_4096x4096", "vocab_32x32000"}
+
+
+def test_a_terminal_sees_one_progress_line_rewritten_in_place(tmp_path):
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run([str(backplane.lib_dir().parent / "bin" / "backplane_bench"), "--backends=cpu",
+                               "--ops=add", "--dtypes=float32", "--min-time=0.01", "--max-time=0.01"],
+                              stdout=subprocess.PIPE, stderr=slave, text=True, timeout=300)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0
+    progress = seen.decode()
+    assert "\r[1/3] add/cpu/copy_/1M_elements_float32" in progress and "\r[3/3] add/cpu/" in progress
+    assert "\n" not in progress.replace("\r\n", "") and "\x1b" not in progress  # one line, no escape codes
+    assert progress.endswith("\r") and "\r[" not in done.stdout  # cleared before the table
+
+
+def test_a_comparison_times_enough_repetitions_for_its_u_test(tmp_path, monkeypatch, capsys):
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(_results((5.0, 5.1, 5.2))))
+    seen = []
+    monkeypatch.setattr(bench, "run", lambda *a, **k: seen.append(a[4]) or bench.load(base))
+    bench.main(["--backends", "cpu"])
+    bench.main(["--backends", "cpu", "--compare", str(base)])
+    bench.main(["--backends", "cpu", "--compare", str(base), "--repetitions", "2"])
+    assert seen == [1, 5, 2]
+    # one repetition a row (a default run as the baseline): said, not silently never a regression
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps(_results((9.0,), (10.0,))))
+    capsys.readouterr()
+    assert bench.main(["--input", str(single), "--compare", str(base)]) == 0
+    assert "p n/a: fewer than 3 repetitions of the row in a run" in capsys.readouterr().out

@@ -2,7 +2,8 @@
 Benchmark), and reads, compares and plots its JSON.
 
     import backplane.bench as bench
-    results = bench.run(backends="cpu,npu", ops="add,rms_norm", repetitions=5)
+    results = bench.run(backends="cpu,npu", ops="add,rms_norm")   # each op's first preset
+    results = bench.run(backends="cpu", shapes="all", repetitions=5)  # the full sweep
     results = bench.run(backends="cuda", cuda_graph=True)   # kernel time, without launches
     for row in bench.rows(results): print(row)
     bench.compare(bench.load("base.json"), results)      # Mann-Whitney U per row
@@ -24,12 +25,13 @@ from .chart import plot
 from .cli import comparison_asked, parser, refuse_before_running
 from .comparison import compare, format_comparison, mann_whitney_p
 from .engine import engine, run
+from .noise import noise_warnings, noisy_copy_groups
 from .results import CallCost, Row, call_costs, check_run, load, machine, merge, rows
 from .tables import call_cost_table, format_table, markdown, side_by_side, table
 
 __all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "engine", "format_comparison",
-           "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "plot", "rows", "run",
-           "side_by_side", "table"]
+           "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "noise_warnings",
+           "noisy_copy_groups", "plot", "rows", "run", "side_by_side", "table"]
 
 
 def main(argv=None) -> int:
@@ -44,10 +46,12 @@ def main(argv=None) -> int:
             results = load(args.input[0]) if len(args.input) == 1 else merge({f: load(f) for f in args.input})
         else:
             extra = [f"--min-time={args.min_time}"] if args.min_time else []
+            extra += [f"--max-time={args.max_time}"] if args.max_time else []
             if args.interleave:
                 extra.append("--benchmark_enable_random_interleaving=true")
             # RuntimeError: the engine refused (its reason is on stderr already) or failed
-            results = run(args.backends, args.ops, args.dtypes, args.shapes, args.repetitions, args.json,
+            repetitions = args.repetitions or (5 if args.compare or args.compare_backends else 1)
+            results = run(args.backends, args.ops, args.dtypes, args.shapes, repetitions, args.json,
                           quiet=True, extra=extra, cuda_graph=args.cuda_graph)
     except (OSError, ValueError, RuntimeError) as e:
         print(f"backplane bench: {e}", file=sys.stderr)
@@ -72,6 +76,9 @@ def main(argv=None) -> int:
             return 2
         print()
         print(format_comparison(comparisons))
+        if any(c["p"] is None for c in comparisons):
+            print("\np n/a: fewer than 3 repetitions of the row in a run, too few for the U test (never a "
+                  "regression); time both runs with --repetitions 5")
         if any(c["regressed"] for c in comparisons):
             print(f"\nregression: at least one row is more than {args.threshold}% slower with p < 0.05")
             status = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from .results import machine, rows
+from .results import machine, rows, shared_rows_owner
 from .tables import table
 
 
@@ -20,12 +20,16 @@ def plot(results: dict, path) -> None:
     if not lines:
         raise ValueError("nothing to plot: no backplane row has a bandwidth")
     by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
+
+    def gbps_of(t, impl):  # the device's rows, wherever they were timed
+        row = by.get((t["op"], t["backend"], t["shape"], t["dtype"], impl)) or by.get(
+            (t["op"], shared_rows_owner(results, t["backend"]), t["shape"], t["dtype"], impl))
+        return getattr(row, "gbps", None) or 0
+
     labels = [f"{t['op']}\n{t['shape']}\n{t['dtype']}\n{t['backend']}" for t in lines]
     mine = [t["gbps"] for t in lines]
-    ref = [getattr(by.get((t["op"], t["backend"], t["shape"], t["dtype"], "reference")), "gbps", None) or 0
-           for t in lines]
-    copy = [getattr(by.get((t["op"], t["backend"], t["shape"], t["dtype"], "copy_")), "gbps", None) or 0
-            for t in lines]
+    ref = [gbps_of(t, "reference") for t in lines]
+    copy = [gbps_of(t, "copy_") for t in lines]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(lines)), 5))
     x = range(len(lines))
     ax.bar([i - 0.2 for i in x], mine, width=0.4, label="backplane")

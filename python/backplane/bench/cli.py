@@ -33,7 +33,7 @@ def _repetitions(text: str) -> int:
 
 
 def _min_time(text: str) -> float:
-    """--min-time: inf (or 1e300) would time one row for ever."""
+    """--min-time, --max-time: inf (or 1e300) would time one row for ever."""
     return _number(text, float, lambda s: 0 < s <= _MAX_MIN_TIME,
                    f"seconds > 0 and at most {_MAX_MIN_TIME:g} such as 0.05")
 
@@ -104,9 +104,14 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--backends", default=os.environ.get("BACKPLANE_BACKENDS") or "cpu")
     p.add_argument("--ops", default="")
     p.add_argument("--dtypes", default="float32,bfloat16")
-    p.add_argument("--shapes", default="", help="registry bench presets by name (default: all)")
-    p.add_argument("--repetitions", type=_repetitions, default=5)
-    p.add_argument("--min-time", type=_min_time, help="least seconds per repetition (Google Benchmark's default 0.5)")
+    p.add_argument("--shapes", default="", help="registry bench presets by name, or all (default: each op's first)")
+    p.add_argument("--repetitions", type=_repetitions,
+                   help="repetitions of each row (default 1: one adaptive run, its samples' spread; 5 with "
+                        "--compare or --compare-backends, whose U test needs at least 3)")
+    p.add_argument("--min-time", type=_min_time, help="least seconds each row samples (default 0.05)")
+    p.add_argument("--max-time", type=_min_time,
+                   help="most seconds each row samples (default 0.5); in between a row stops once its samples' "
+                        "spread is below 2%%")
     p.add_argument("--interleave", action="store_true",
                    help="run the repetitions of all rows in a random order (Google Benchmark's random "
                         "interleaving), so a drift of the machine's speed falls on every row alike")

@@ -25,9 +25,11 @@ def _csv(value) -> str:
     return value if isinstance(value, str) else ",".join(value)
 
 
-def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=5, json_path=None,
+def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=1, json_path=None,
         quiet=False, extra=(), cuda_graph=False) -> dict:
     """Runs the engine and returns its Google Benchmark JSON (also written to json_path).
+    shapes: preset names, or "all" (default: each op's first); each repetition of a row
+    samples until its spread is on target (bench/adaptive_stop.h).
     cuda_graph: cuda rows timed as CUDA graph replays (the kernels without the host's launches)."""
     if json_path:
         out = Path(json_path)

@@ -25,6 +25,7 @@ class Row:
     gbps: float | None  # 1 GB = 1e9 bytes: each input read once, each output written once
     error: str = ""
     cuda_graph: bool = False  # timed as CUDA graph replays (--cuda-graph), not eager calls
+    sample_spread: float = 0.0  # the engine's "spread" counter: its samples' within one repetition
 
     @property
     def median_us(self) -> float:
@@ -32,9 +33,10 @@ class Row:
 
     @property
     def spread(self) -> float:
-        """Half the range of the repetitions, relative to the median."""
+        """Half the range of the repetitions, relative to the median; one repetition: the
+        spread of its samples (half their interquartile range over their median)."""
         if len(self.times_us) < 2:
-            return 0.0
+            return self.sample_spread
         return (max(self.times_us) - min(self.times_us)) / (2 * self.median_us)
 
 
@@ -177,7 +179,7 @@ def merge(runs: dict) -> dict:
                 raise ValueError(f"backend '{backend}' is in both {owner[backend]} and {name}: compare them with "
                                  f"--compare, or merge runs of different backends")
             owner[backend] = name
-        merged["context"].update({k: v for k, v in ctx.items() if k.startswith("backend.")})
+        merged["context"].update({k: v for k, v in ctx.items() if k.startswith(("backend.", "shared_rows."))})
         if not merged["context"]["runs"] and "cpu_model" in ctx:  # the first run's machine, as host_name
             merged["context"]["cpu_model"] = ctx["cpu_model"]
         for key in ("date", "host_name", "num_cpus", "torch_version", "timing"):
@@ -214,7 +216,7 @@ def rows(results: dict) -> list[Row]:
         if op.startswith("call_overhead_") or dtype not in _DTYPES:
             continue  # host cost per call (call_overhead_<op>/<backend>/<impl>/1): call_costs()
         entry = found.setdefault((op, backend, impl, shape, dtype),
-                                 {"times": [], "gbps": [], "error": "", "cuda_graph": False})
+                                 {"times": [], "gbps": [], "error": "", "cuda_graph": False, "spreads": []})
         if _error(e):
             entry["error"] = _error(e)
             continue
@@ -223,12 +225,21 @@ def rows(results: dict) -> list[Row]:
         entry["cuda_graph"] = entry["cuda_graph"] or bool(e.get("cuda_graph"))
         if "bytes_per_second" in e:
             entry["gbps"].append(e["bytes_per_second"] / 1e9)
+        if _finite(e.get("spread")):
+            entry["spreads"].append(e["spread"])
     out = []
     for (op, backend, impl, shape, dtype), v in found.items():
         plugin = context.get(f"backend.{backend}", "").split(" (")[0]
         out.append(Row(op, backend, plugin, shape, dtype, impl, tuple(v["times"]),
-                       median(v["gbps"]) if v["gbps"] else None, v["error"], v["cuda_graph"]))
+                       median(v["gbps"]) if v["gbps"] else None, v["error"], v["cuda_graph"],
+                       median(v["spreads"]) if v["spreads"] else 0.0))
     return out
+
+
+def shared_rows_owner(results: dict, backend: str) -> str:
+    """The backend whose reference and copy_ rows `backend` shares: the engine times them
+    once per device, under the first selected backend on it (context "shared_rows.<b>")."""
+    return results.get("context", {}).get(f"shared_rows.{backend}", backend)
 
 
 def call_costs(results: dict) -> list[CallCost]:

@@ -4,24 +4,35 @@ per-call host cost) or with the backends of one workload side by side (`side_by_
 How to read them: bench/results/method.md."""
 from __future__ import annotations
 
-from .results import call_costs, machine, rows, run_summary
+from .noise import noise_warnings
+from .results import call_costs, machine, rows, run_summary, shared_rows_owner
 
 
 def table(results: dict) -> list[dict]:
     """Per op/backend/shape/dtype: backplane's median and spread, GB/s, percent of copy_
-    and the ratio against the reference (> 1: faster than PyTorch)."""
+    and the ratio against the reference (> 1: faster than PyTorch), and against
+    torch.compile's ("compiled" rows) where the run timed it. A backend that shares its
+    device's reference and copy_ rows (timed once per device) is read against those."""
     by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
+
+    def device_row(op, backend, shape, dtype, impl):
+        return by.get((op, backend, shape, dtype, impl)) or by.get(
+            (op, shared_rows_owner(results, backend), shape, dtype, impl))
+
     lines = []
     for (op, backend, shape, dtype, impl), r in sorted(by.items()):
         if impl != "backplane":
             continue
-        ref, copy = by.get((op, backend, shape, dtype, "reference")), by.get((op, backend, shape, dtype, "copy_"))
+        ref, copy = device_row(op, backend, shape, dtype, "reference"), device_row(op, backend, shape, dtype, "copy_")
+        compiled = device_row(op, backend, shape, dtype, "compiled")
         lines.append({
             "op": op, "backend": backend, "plugin": r.plugin, "shape": shape, "dtype": dtype,
             "median_us": r.median_us, "spread": r.spread, "gbps": r.gbps, "error": r.error,
             "pct_copy": (r.gbps / copy.gbps) if r.gbps and copy and copy.gbps else None,
             "vs_reference": (ref.median_us / r.median_us) if ref and ref.times_us and r.times_us else None,
             "reference_us": ref.median_us if ref and ref.times_us else None,
+            "vs_compiled": (compiled.median_us / r.median_us) if compiled and compiled.times_us and r.times_us
+            else None,
         })
     return lines
 
@@ -34,17 +45,33 @@ def _cells(t: dict) -> tuple[str, str, str]:
     return gbps, pct, ratio
 
 
+def _duration(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.2f} us" if us < 10 else f"{us:.1f} us"
+
+
 def format_table(results: dict) -> str:
-    head = f"{'op':14} {'backend':8} {'shape':22} {'dtype':9} {'us':>10} {'spread':>7} {'GB/s':>8} {'%copy_':>7} {'x ref':>6}"
+    """The console's table, as the engine prints it (bench/table_reporter.cpp), then a
+    warning line per group of disagreeing copy_ rows (a noisy run)."""
+    lines = table(results)
+    compiled = any(t["vs_compiled"] for t in lines)
+    head = (f"{'op':20}{'preset':20}{'dtype':9}{'backend':9}{'median':>10}{'spread':>8}{'GB/s':>8}{'%copy_':>8}"
+            f"{'x base':>8}" + (f"{'x compile':>10}" if compiled else ""))
     out = [head, "-" * len(head)]
-    for t in table(results):
+    for t in lines:
+        name = f"{t['op']:20}{t['shape']:20}{t['dtype']:9}{t['backend']:9}"
         if t["error"]:
-            out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} FAILED: {t['error']}")
+            out.append(f"{name}FAILED: {t['error']}")
             continue
         gbps, pct, ratio = _cells(t)
-        out.append(f"{t['op']:14} {t['backend']:8} {t['shape']:22} {t['dtype']:9} {t['median_us']:10.2f} "
-                   f"{100 * t['spread']:6.1f}% {gbps:>8} {pct:>7} {ratio:>6}")
-    return "\n".join(out)
+        line = f"{name}{_duration(t['median_us']):>10}{100 * t['spread']:7.1f}%{gbps:>8}{pct:>8}{ratio:>8}"
+        if compiled:
+            line += f"{t['vs_compiled']:>10.2f}" if t["vs_compiled"] else f"{'-':>10}"
+        out.append(line)
+    return "\n".join(out + noise_warnings(results))
 
 
 def side_by_side(results: dict, command: str = "") -> str:
