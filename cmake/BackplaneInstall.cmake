@@ -1,8 +1,8 @@
 # `cmake --install BUILD --prefix P` (and the wheel, whose prefix is the backplane Python
 # package): headers, libbackplane_core, the `backplane` command and its templates, the
-# build tools, the plugins with their manifests (backplane_add_plugin), and a relocatable
-# BackplaneConfig.cmake exporting Backplane::core, Backplane::manifest and
-# backplane_add_plugin().
+# build tools, the plugins with their manifests (backplane_add_plugin), the bench engine
+# where it is built (bench/CMakeLists.txt), and a relocatable BackplaneConfig.cmake
+# exporting Backplane::core, Backplane::manifest and backplane_add_plugin().
 include(CMakePackageConfigHelpers)
 
 # In a wheel, the modules of the entry points (torch.backends autoload, the console

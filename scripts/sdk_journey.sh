@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The plugin SDK as a vendor outside this repository uses it, in a temporary directory:
-#   1. install Backplane to a prefix (cmake --install);
+#   1. install Backplane to a prefix (cmake --install); `backplane bench` runs from it;
 #   2. `backplane new-backend acme --dispatch-key CPU`, built out of tree against the prefix;
 #      `backplane check acme` lists every op as not implemented, one line each;
 #   3. fill one op (mul), rebuild: it passes conformance and opcheck, loaded by name beside cpu;
@@ -9,7 +9,8 @@
 #      device-level tests pass before any kernel), then one kernel;
 #   4. build the wheel (pip wheel at the repository root) and install it in a fresh venv:
 #      with no environment variables and no source tree, `backplane.load('cpu')`, the
-#      `backplane` command and find_package(Backplane) through backplane.cmake_prefix_path work;
+#      `backplane` command (bench included) and find_package(Backplane) through
+#      backplane.cmake_prefix_path work;
 #   5. the scaffold's own wheel: once installed, backplane.load('acme') and `backplane list`
 #      find it by name, with no path given;
 #   6. under another torch (the 2.13.0 CPU wheel on disk) importing the wheel is refused,
@@ -34,6 +35,14 @@ n_ops=$("$BUILD/bin/backplane" ops --json --backends none | "$PY" -c "import jso
 step "1. install to a prefix"
 cmake --install "$BUILD" --prefix "$WORK/prefix" >/dev/null
 PREFIX_CLI="$WORK/prefix/bin/backplane"
+# The bench engine installs beside the command, which runs it from there.
+bench_add() {  # bench_add CLI JSON: one op on cpu, the JSON holding its backplane row
+  "$1" bench --backends cpu --ops add --dtypes float32 --max-time 0.05 --json "$2" >/dev/null \
+    || fail "$1 bench --backends cpu --ops add"
+  "$PY" -c "import json, sys; rows = [b['name'] for b in json.load(open(sys.argv[1]))['benchmarks']]
+assert any(r.startswith('add/cpu/backplane/') for r in rows), rows" "$2" || fail "$2: no add row on cpu"
+}
+bench_add "$PREFIX_CLI" "$WORK/bench-prefix.json"
 
 step "2. scaffold a CPU backend and build it out of tree"
 t0=$(date +%s)
@@ -164,6 +173,11 @@ fast=$("$VPY" -c "import backplane; print(backplane.info()['fast_call'])")
 if compgen -G "$BUILD/lib/_fast_call*" >/dev/null; then [ "$fast" = on ] || fail "the wheel's fast call: $fast"; fi
 echo "fast call from the wheel: $fast"
 "$WORK/venv/bin/backplane" list | grep -E "^cpu +loaded" || fail "backplane list from the wheel"
+bench_add "$WORK/venv/bin/backplane" "$WORK/bench-wheel.json"
+# Its Python side runs in the venv's Python, beside the package (the build's has no backplane).
+table=$("$WORK/venv/bin/backplane" bench --backends cpu --ops add --dtypes float32 --max-time 0.05 --side-by-side) \
+  || fail "backplane bench --side-by-side from the wheel"
+grep -q "^| add | 1M_elements | float32 |" <<<"$table" || fail "no add row in the wheel's --side-by-side: $table"
 prefix=$("$VPY" -c "import backplane; print(backplane.cmake_prefix_path)")
 cmake -S "$WORK/acme" -B "$WORK/acme/build-wheel" -DCMAKE_PREFIX_PATH="$prefix" -DBACKPLANE_PYTHON="$VPY" \
   -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" >/dev/null

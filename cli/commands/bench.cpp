@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 namespace backplane::cli {
@@ -23,12 +25,13 @@ namespace fs = std::filesystem;
 
 fs::path own_dir() { return command_dir().value_or("."); }
 
-int exec(const std::vector<std::string>& args) {
+// what: said after the program's name when it cannot be run.
+int exec(const std::vector<std::string>& args, const std::string& what = "") {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  std::cerr << "backplane bench: cannot run " << args[0] << ": " << std::strerror(errno) << "\n";
+  std::cerr << "backplane bench: cannot run " << args[0] << what << ": " << std::strerror(errno) << "\n";
   return kExitFailed;
 }
 
@@ -41,6 +44,33 @@ bool valid_repetitions(const std::string& text) {
   errno = 0;
   const long n = std::strtol(text.c_str(), &end, 10);
   return !text.empty() && !*end && !errno && n >= 1 && n <= kMaxRepetitions;
+}
+
+// The interpreter of the Python installation whose site-packages holds this command's
+// package (the wheel: <site>/backplane/bin/backplane), by the POSIX layout
+// <prefix>/lib/pythonX.Y/site-packages with <prefix>/bin/pythonX.Y; empty elsewhere.
+std::string python_beside_package() {
+  std::error_code ec;
+  const fs::path package = fs::weakly_canonical(own_dir() / "..", ec);
+  if (ec || !fs::is_regular_file(package / "__init__.py", ec)) return "";
+  const fs::path version_dir = package.parent_path().parent_path();  // lib/pythonX.Y
+  const fs::path python = version_dir.parent_path().parent_path() / "bin" / version_dir.filename();
+  return fs::is_regular_file(python, ec) ? python.string() : "";
+}
+
+// The interpreter for the Python side and why it was chosen: BACKPLANE_PYTHON, else the
+// one the wheel is installed in, else the one this build was configured with
+// (BACKPLANE_BUILD_PYTHON: its torch is the one these libraries were built against), else
+// python3 on PATH.
+std::pair<std::string, std::string> python_interpreter() {
+  const char* python = std::getenv("BACKPLANE_PYTHON");
+  if (python && *python) return {python, "BACKPLANE_PYTHON"};
+  const std::string installed = python_beside_package();
+  if (!installed.empty()) return {installed, "the Python the backplane package is installed in"};
+  std::error_code ec;
+  if (fs::is_regular_file(BACKPLANE_BUILD_PYTHON, ec)) return {BACKPLANE_BUILD_PYTHON, "the Python of this build"};
+  return {"python3", std::string("python3 on PATH: BACKPLANE_PYTHON is unset and the build's Python, ") +
+                         BACKPLANE_BUILD_PYTHON + ", is not a file"};
 }
 
 }  // namespace
@@ -72,12 +102,13 @@ int bench_command(const Options& options) {
       const std::string path = fs::canonical(checkout_python).string() + (old && *old ? ":" + std::string(old) : "");
       setenv("PYTHONPATH", path.c_str(), 1);
     }
-    const char* python = std::getenv("BACKPLANE_PYTHON");
-    std::vector<std::string> args = {python && *python ? python : "python3", "-m", "backplane", "bench"};
+    const auto [python, chosen_by] = python_interpreter();
+    std::vector<std::string> args = {python, "-m", "backplane", "bench"};
     if (!backends.empty()) args.insert(args.end(), {"--backends", backends});
     if (!ops.empty()) args.insert(args.end(), {"--ops", ops});
     args.insert(args.end(), options.rest.begin(), options.rest.end());
-    return exec(args);
+    return exec(args, " (the Python for --compare/--plot/--side-by-side, chosen as " + chosen_by +
+                          "; set BACKPLANE_PYTHON to a Python with torch)");
   }
 
   const fs::path engine = own_dir() / "backplane_bench";

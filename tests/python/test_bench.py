@@ -364,6 +364,28 @@ def test_cli_json_onto_the_compare_baseline_keeps_the_baseline(tmp_path):
     assert "would overwrite the --compare baseline" in done.stderr and base.read_text() == kept
 
 
+def test_cli_python_side_runs_the_builds_python_without_backplane_python(tmp_path):
+    # PATH without python3: only the interpreter the build recorded can reach the Python side
+    # (the tests run under it), which refuses the --json that would overwrite the baseline.
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(_results((5.0, 5.1, 5.2))))
+    env = {k: v for k, v in os.environ.items() if k != "BACKPLANE_PYTHON"}
+    env["PATH"] = str(tmp_path)
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--json", str(base), "--compare",
+                           str(base)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and "would overwrite the --compare baseline" in done.stderr, done.stderr[-2000:]
+
+
+def test_cli_names_the_python_it_cannot_run(tmp_path):
+    missing = tmp_path / "no-python"
+    done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "add", "--side-by-side"],
+                          capture_output=True, text=True, env={**os.environ, "BACKPLANE_PYTHON": str(missing)},
+                          timeout=60)
+    assert done.returncode == 1
+    assert (f"backplane bench: cannot run {missing} (the Python for --compare/--plot/--side-by-side, chosen as "
+            "BACKPLANE_PYTHON; set BACKPLANE_PYTHON to a Python with torch): No such file or directory") in done.stderr
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--repetitions", "-1"], "argument --repetitions: expected a whole number from 1 to 1000, found '-1'"),
     (["--repetitions", "0"], "argument --repetitions: expected a whole number from 1 to 1000, found '0'"),

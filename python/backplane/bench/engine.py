@@ -16,7 +16,7 @@ def engine() -> Path:
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} not found: the benchmark engine is built with BACKPLANE_BUILD_BENCH=ON (needs Google "
-            "Benchmark; `make build` does it); the wheel does not ship it"
+            "Benchmark; `make build` and the wheel do it)"
         )
     return path
 
