@@ -12,14 +12,14 @@ generated from their registry entries (docs/distributed.md):
 
 `import backplane` registers them (and `backplane.load` a plugin's own ops) with DTensor
 when torch.distributed is available: at once if DTensor is imported, else as soon as it
-is (on_import.py), so a program that never uses DTensor does not pay for importing it.
-BACKPLANE_SHARDING=0 turns them off.
+is (backplane.import_hooks), so a program that never uses DTensor does not pay for
+importing it. BACKPLANE_SHARDING=0 turns them off.
 """
 from __future__ import annotations
 
 import os
 
-from . import on_import
+from ..import_hooks import when_imported
 from .rules import Rule, rule_for
 from .strategies import ShardingRefused
 
@@ -44,7 +44,7 @@ def install(rows) -> None:
     for rule in new:
         _rules[rule.op] = rule
     _status = "on"
-    on_import.after_import("torch.distributed.tensor", lambda: _register(new))
+    when_imported("torch.distributed.tensor", lambda _: _register(new))
 
 
 def _register(new: list[Rule]) -> None:

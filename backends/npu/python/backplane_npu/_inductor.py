@@ -16,7 +16,7 @@ What Inductor needs from a device, and what this gives it:
 - device op overrides: how generated code names the device's guard and synchronize.
 - a Dynamo device interface: streams, events, synchronize, device count, current device.
 
-Registration waits for Inductor and Dynamo to be imported (_import_hooks.py), so
+Registration waits for Inductor and Dynamo to be imported (backplane.import_hooks), so
 loading the plugin costs nothing for programs that never compile; so do the few
 answers of Inductor's adjusted for a device that generates C++ (_inductor_patches.py).
 AOTInductor's C++ wrapper for the device is _aoti.NpuCppWrapperCodegen.
@@ -29,7 +29,7 @@ import sys
 
 import torch
 
-from ._import_hooks import when_imported
+from backplane.import_hooks import when_imported
 from ._inductor_patches import treat_as_cpp
 
 _DEVICE = __package__.removeprefix("backplane_")  # the device type: this package is backplane_<device>

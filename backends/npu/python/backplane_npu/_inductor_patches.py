@@ -15,12 +15,12 @@ but Inductor keys three questions on the device type, with no per-device hook
 For the devices registered here, and only for them, the first two answer as for the CPU
 and the third as for a GPU (its other use in lowering, index_put's accumulate fallback
 for bfloat16, then also applies: slower, not wrong). Each is replaced where Inductor's
-modules bound it by name, right after the module is imported (_import_hooks), before
+modules bound it by name, right after the module is imported (backplane.import_hooks), before
 any other module binds it. A torch whose Inductor gains the hooks makes this unneeded.
 """
 from __future__ import annotations
 
-from ._import_hooks import when_imported
+from backplane.import_hooks import when_imported
 
 _CPP_DEVICES: set[str] = set()
 

@@ -1,8 +1,9 @@
-"""Running code when a module of torch's is imported, without importing it first.
+"""Running code when a module is imported, without importing it first.
 
-The device registers with Inductor and Dynamo, and adjusts a few of Inductor's
-answers, once those modules exist: importing them at plugin load would cost every
-program about a second, compiling or not.
+Registrations with parts of torch a program may never use wait for their import: the
+npu device registers with Inductor and Dynamo once those modules exist, and the sharding
+rules (sharding/) with DTensor once torch.distributed.tensor is imported. Importing them
+at load would cost every program about a second each, using them or not.
 """
 from __future__ import annotations
 
