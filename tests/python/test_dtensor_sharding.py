@@ -39,6 +39,7 @@ def test_every_registry_op_has_a_rule():
     ("add", "pointwise", [{"a", "b"}]),            # a + alpha * b: linear in both together only
     ("mul", "pointwise", [{"a"}, {"b"}]),          # in either factor alone
     ("silu_mul", "pointwise", [{"up"}]),           # silu(gate) is not linear
+    ("silu_mul_backward", "pointwise", [{"grad"}]),  # silu_backward is linear in its grad_output
     ("rms_norm", "mixes", [{"weight"}]),           # x / rms(x) is scale-free, not linear
     ("rotary", "mixes", [{"x"}, {"cos", "sin"}]),  # x1 * cos - x2 * sin: in x, or in cos and sin together
     ("softmax", "mixes", []),

@@ -22,8 +22,10 @@ _SUMS = {"aten::add.Tensor", "aten::sub.Tensor"}  # linear in all their Tensor a
 _PRODUCTS = {"aten::mul.Tensor"}  # linear in one factor while the other is fixed
 _DIVIDES = {"aten::div.Tensor"}  # linear in the numerator, the denominator fixed
 # Linear in their first argument, every other argument fixed: scaling, sign, copies, views,
-# reshapes, concatenation (its list argument) and sums or means over dimensions.
+# reshapes, concatenation (its list argument), sums or means over dimensions, and the
+# backward ops of pointwise functions (grad_output times the derivative at the input).
 _LINEAR_MAPS = {
+    "aten::silu_backward", "aten::gelu_backward", "aten::sigmoid_backward", "aten::tanh_backward",
     "aten::mul.Scalar", "aten::div.Scalar", "aten::neg", "aten::clone", "aten::contiguous", "aten::narrow",
     "aten::slice", "aten::select", "aten::unflatten", "aten::flatten", "aten::unsqueeze", "aten::squeeze",
     "aten::view", "aten::reshape", "aten::permute", "aten::transpose", "aten::t", "aten::expand", "aten::cat",
