@@ -224,8 +224,10 @@ def info() -> dict:
 
 add_entry_point_plugins()  # plugins installed as their own Python packages
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
-fast_call.install(core().ops())
-sharding.install(core().ops())  # DTensor strategies from the registry (docs/distributed.md)
+_rows = core().ops()  # the registry's ops, read once for both installs
+fast_call.install(_rows)
+sharding.install(_rows)  # DTensor strategies from the registry (docs/distributed.md)
+del _rows
 from . import classes  # noqa: E402
 from .aoti.package import load_package  # noqa: E402,F401  (AOTInductor packages with input-layout checks)
 
