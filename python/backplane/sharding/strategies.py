@@ -64,12 +64,12 @@ def _sharded(rule: Rule, tensors: dict, output_shapes: list) -> list:
     shardable = rank - (rule.mixes if rule.kind == "mixes" else 0)
     found = []
     for d in range(shardable):
+        if space[d] == 1:
+            continue  # nothing to split
         inputs = {}
         for name, spec in tensors.items():
             i = d - (rank - len(spec.shape))
-            inputs[name] = Shard(i) if i >= 0 and spec.shape[i] == space[d] and space[d] != 1 else Replicate()
-        if space[d] == 1:
-            continue  # nothing to split
+            inputs[name] = Shard(i) if i >= 0 and spec.shape[i] == space[d] else Replicate()
         outputs = []
         for index, shape in enumerate(output_shapes):
             o = d - (rank - len(shape))
