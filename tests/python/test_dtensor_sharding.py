@@ -38,6 +38,7 @@ def test_every_registry_op_has_a_rule():
 @pytest.mark.parametrize("op, kind, linear", [
     ("add", "pointwise", [{"a", "b"}]),            # a + alpha * b: linear in both together only
     ("mul", "pointwise", [{"a"}, {"b"}]),          # in either factor alone
+    ("mul_backward", "pointwise", [{"grad"}, {"a", "b"}]),  # (grad * b, grad * a): each output in one of a, b
     ("silu_mul", "pointwise", [{"up"}]),           # silu(gate) is not linear
     ("silu_mul_backward", "pointwise", [{"grad"}]),  # silu_backward is linear in its grad_output
     ("rms_norm", "mixes", [{"weight"}]),           # x / rms(x) is scale-free, not linear

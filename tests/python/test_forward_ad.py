@@ -116,20 +116,24 @@ def test_func_grad_and_vjp_give_first_derivatives():
     torch.testing.assert_close(got, xr.grad)
 
 
-def test_second_derivatives_where_the_formulas_allow_them():
+def test_second_derivatives_through_fused_backward_ops():
+    # mul's, rms_norm's and silu_mul's formulas call fused backward ops that have no backward of
+    # their own (mul_backward, rms_norm_backward, silu_mul_backward). Under create_graph the
+    # core evaluates those ops' references, ATen calls: double backward is PyTorch's own.
     x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
-    # mul's formulas are ATen calls: double backward is PyTorch's own.
+    w = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    up = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda a: torch.ops.backplane.mul(a, a), (x,))
+    assert torch.autograd.gradgradcheck(lambda a, b: torch.ops.backplane.rms_norm(a, b, 1e-6), (x, w))
+    # silu_mul's reference backward calls aten::silu_backward, which PyTorch cannot differentiate:
+    # PyTorch's own error, never a zero.
+    with pytest.raises(RuntimeError, match="derivative for aten::silu_backward is not implemented"):
+        torch.autograd.gradgradcheck(torch.ops.backplane.silu_mul, (x, up))
     hess = torch.func.grad(lambda a: torch.func.grad(lambda b: torch.ops.backplane.mul(b, b).sum())(a).sum())(x.detach())
     torch.testing.assert_close(hess, torch.full((3, 4), 2.0, dtype=torch.float64))
-    # rms_norm's formula calls rms_norm_backward, which has no backward: named, not zero.
-    w = torch.randn(4, dtype=torch.float64)
-    (g,) = torch.autograd.grad(torch.ops.backplane.rms_norm(x, w, 1e-6).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="backplane::rms_norm_backward has no derivative for"):
-        g.sum().backward()
-    with pytest.raises(RuntimeError, match="backplane::rms_norm_backward has no derivative for"):
-        torch.func.grad(lambda a: torch.func.grad(lambda b: torch.ops.backplane.rms_norm(b, w, 1e-6).sum())(a).sum())(
-            x.detach())
+    # Without create_graph the fused op runs: one node, not the reference's many.
+    (g,) = torch.autograd.grad(torch.ops.backplane.mul(x, x).sum(), x)
+    assert g.grad_fn is None
 
 
 def test_a_second_backward_after_the_graph_is_freed_is_refused():

@@ -1,7 +1,8 @@
 // The elementwise engine behind identity_conv, add, mul, silu_mul, scale_, sin_out and
 // crop: out[i] = f(in_0[i], ..., in_{NIN-1}[i]) over one shape, every operand with its
 // own strides, all of one scalar type. NOUT outputs: f returns Outputs<scalar_t, NOUT>
-// (one value per output; silu_mul_backward's dgate and dup), or a scalar_t for one.
+// (one value per output; silu_mul_backward's dgate and dup, mul_backward's da and db), or
+// a scalar_t for one.
 //
 // Two kernels, picked per call from the merged layout (strided_indexing.cuh):
 // - vectorized: every operand is one unit-stride run and their addresses share one
@@ -37,6 +38,7 @@
 #include <ATen/OpMathType.h>
 #include <ATen/core/Array.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
@@ -391,6 +393,33 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
     launch_strided<scalar_t, kVectorWidth<scalar_t>, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
   else
     launch_strided<scalar_t, 1, NOUT, NIN>(device, stream, layout, out_ptrs, in_ptrs, f);
+}
+
+// f over the outputs' sizes (the broadcast shape of the inputs, as the op contract
+// allocated them), each input read in place through its broadcast strides: the fused
+// backward ops (silu_mul_backward, mul_backward). On the current stream of the outputs'
+// device, whose CUDAGuard the caller holds.
+template <typename scalar_t, int NOUT, int NIN, typename Func>
+void launch_broadcast_outputs(std::string_view op, const std::array<at::Tensor*, NOUT>& out,
+                              const std::array<const at::Tensor*, NIN>& in, Func f) {
+  const at::IntArrayRef sizes = out[0]->sizes();
+  std::array<scalar_t*, NOUT> out_ptrs;
+  std::array<c10::ArrayRef<int64_t>, NOUT> out_strides;
+  for (int o = 0; o < NOUT; ++o) {
+    out_ptrs[o] = out[o]->template mutable_data_ptr<scalar_t>();
+    out_strides[o] = out[o]->strides();
+  }
+  std::array<c10::SmallVector<int64_t, 8>, NIN> in_broadcast_strides;
+  std::array<const scalar_t*, NIN> in_ptrs;
+  std::array<c10::ArrayRef<int64_t>, NIN> in_strides;
+  for (int k = 0; k < NIN; ++k) {
+    in_broadcast_strides[k] = broadcast_strides(*in[k], sizes);
+    in_ptrs[k] = in[k]->template const_data_ptr<scalar_t>();
+    in_strides[k] = in_broadcast_strides[k];
+  }
+  launch_elementwise_outputs<scalar_t, NOUT, NIN>(op, out[0]->device().index(),
+                                                  at::cuda::getCurrentCUDAStream(out[0]->device().index()), sizes,
+                                                  out_ptrs, out_strides, in_ptrs, in_strides, f);
 }
 
 // One output: f returns a scalar_t.

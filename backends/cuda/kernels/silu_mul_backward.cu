@@ -10,7 +10,6 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <c10/cuda/CUDAStream.h>
 
 namespace backplane::cuda {
 namespace {
@@ -33,15 +32,8 @@ struct SiluMulBackwardOp {
 void silu_mul_backward(at::Tensor& dgate, at::Tensor& dup, const at::Tensor& grad, const at::Tensor& gate,
                        const at::Tensor& up) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dgate.scalar_type(), "backplane_silu_mul_backward_cuda", [&] {
-    const auto grad_strides = broadcast_strides(grad, dgate.sizes());
-    const auto gate_strides = broadcast_strides(gate, dgate.sizes());
-    const auto up_strides = broadcast_strides(up, dgate.sizes());
-    launch_elementwise_outputs<scalar_t, 2, 3>(
-        "backplane::silu_mul_backward", dgate.device().index(), at::cuda::getCurrentCUDAStream(), dgate.sizes(),
-        {dgate.mutable_data_ptr<scalar_t>(), dup.mutable_data_ptr<scalar_t>()}, {dgate.strides(), dup.strides()},
-        {grad.const_data_ptr<scalar_t>(), gate.const_data_ptr<scalar_t>(), up.const_data_ptr<scalar_t>()},
-        {c10::ArrayRef<int64_t>(grad_strides), c10::ArrayRef<int64_t>(gate_strides), c10::ArrayRef<int64_t>(up_strides)},
-        SiluMulBackwardOp<scalar_t>{});
+    launch_broadcast_outputs<scalar_t, 2, 3>("backplane::silu_mul_backward", {&dgate, &dup}, {&grad, &gate, &up},
+                                             SiluMulBackwardOp<scalar_t>{});
   });
 }
 

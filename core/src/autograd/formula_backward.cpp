@@ -1,5 +1,7 @@
 #include "autograd/formula_backward.h"
 
+#include "registry/formula_node.h"
+
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/GradMode.h>
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <set>
 
@@ -108,7 +111,11 @@ torch::autograd::variable_list FormulaBackward::apply(torch::autograd::variable_
     using NodePtr = decltype(torch::autograd::Edge::function);
     names["result"] = saved_result_.unpack(self_pointer<NodePtr>(this));
   }
-  // Each formula the wanting inputs need, once.
+  // Each formula the wanting inputs need, once. Under create_graph (grad mode on in a
+  // backward), fused backward ops without a backward of their own run as their
+  // references, which autograd records: second derivatives exist wherever aten's do.
+  std::optional<conformance::ReferencesForUndifferentiable> differentiable;
+  if (c10::GradMode::is_enabled()) differentiable.emplace();
   std::vector<std::vector<c10::IValue>> values(plan_.formulas.size());
   for (size_t pos : wanting_) {
     const int f = plan_.formula_of[pos];

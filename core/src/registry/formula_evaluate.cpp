@@ -2,13 +2,34 @@
 // by name.
 #include "registry/formula_node.h"
 
+#include <backplane/registry.h>
+
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace backplane::conformance {
 namespace {
 
 using Node = ReferenceExpr::Node;
+
+thread_local bool references_for_undifferentiable = false;
+
+// The parsed reference of a registry op with no `backward:` (and that writes nothing),
+// or null: what a call of it evaluates as under ReferencesForUndifferentiable.
+const ReferenceExpr* differentiable_stand_in(const std::string& qualified_name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<ReferenceExpr>> parsed;  // null: none
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, added] = parsed.try_emplace(qualified_name);
+  if (added) {
+    const OpDef* def = find_op_def(qualified_name);
+    if (def && def->backward.empty() && !def->writes() && !def->checks.reference.empty())
+      it->second = std::make_unique<ReferenceExpr>(ReferenceExpr::parse(def->checks.reference));
+  }
+  return it->second.get();
+}
 
 // A value for a schema argument: ints where an int is expected, doubles for floats.
 c10::IValue coerce(const c10::IValue& v, const c10::Argument& arg) {
@@ -100,6 +121,13 @@ std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string,
     if (!def) throw std::invalid_argument("reference: " + schema.name() + " needs argument '" + schema.arguments()[i].name() + "'");
     values[i] = *def;
   }
+  if (references_for_undifferentiable) {
+    if (const ReferenceExpr* stand_in = differentiable_stand_in(schema.operator_name().name)) {
+      std::map<std::string, c10::IValue> bound;
+      for (size_t i = 0; i < values.size(); ++i) bound[schema.arguments()[i].name()] = values[i];
+      return stand_in->evaluate_all(bound);
+    }
+  }
   // Multiplying a tensor by the scalar 1 gives it unchanged: no kernel, no new tensor, as
   // PyTorch's own derivatives skip it (maybe_multiply). add's gradient for b,
   // aten::mul.Scalar(grad, alpha), costs nothing at the usual alpha=1.
@@ -115,6 +143,12 @@ std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string,
 }
 
 }  // namespace
+
+ReferencesForUndifferentiable::ReferencesForUndifferentiable() : previous_(references_for_undifferentiable) {
+  references_for_undifferentiable = true;
+}
+
+ReferencesForUndifferentiable::~ReferencesForUndifferentiable() { references_for_undifferentiable = previous_; }
 
 c10::IValue ReferenceExpr::evaluate(const std::map<std::string, c10::IValue>& names) const {
   return eval(*root_, names);

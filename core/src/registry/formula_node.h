@@ -35,4 +35,20 @@ struct ReferenceExpr::Node {
   std::vector<Arg> args;
 };
 
+// While one is alive on this thread, a formula's call of a registry op that has no
+// `backward:` evaluates that op's `reference:` instead: aten calls, which autograd can
+// differentiate. The core's backward sets it under create_graph, so that a fused backward
+// op (mul_backward, rms_norm_backward) does not end second derivatives; at other times
+// the fused op runs.
+class ReferencesForUndifferentiable {
+ public:
+  ReferencesForUndifferentiable();
+  ~ReferencesForUndifferentiable();
+  ReferencesForUndifferentiable(const ReferencesForUndifferentiable&) = delete;
+  ReferencesForUndifferentiable& operator=(const ReferencesForUndifferentiable&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace backplane::conformance
