@@ -1,5 +1,6 @@
-// identity_conv: a new contiguous tensor equal to x bit for bit. Any layout of x is
-// read in place (bitwise_copy); a contiguous x takes the 16-byte vector path.
+// identity_conv: a new contiguous tensor equal to x bit for bit. A contiguous x is one
+// cudaMemcpyAsync, as aten's clone; any other layout of x is read in place by the copy
+// kernel (bitwise_copy).
 #include "bitwise_copy.h"
 
 #include <backplane/kernel.h>
