@@ -66,8 +66,8 @@ BenchOptions take_bench_options(int* argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--cuda-graph") {  // the one flag without a value
-      options.cuda_graph = true;
+    if (arg == "--cuda-graph" || arg == "--backward") {  // the flags without a value
+      (arg == "--cuda-graph" ? options.cuda_graph : options.backward) = true;
       continue;
     }
     bool taken = false;

@@ -8,6 +8,7 @@
 //   --min-time=SECONDS    least time each row samples (adaptive_stop.h; default 0.05)
 //   --max-time=SECONDS    most time each row samples (default 0.5; at least --min-time)
 //   --cuda-graph          time CUDA rows as replays of a recorded CUDA graph (recorded_batch.h)
+//   --backward            time forward+backward of each op with a `backward:` (backward_workloads.h)
 // Each also as two arguments (--ops add). Unknown names are errors naming the known ones.
 // Google Benchmark's --benchmark_repetitions, --benchmark_out and --benchmark_out_format
 // are checked here and left in argv for it (its own parsing aborts on a negative count).
@@ -32,6 +33,7 @@ struct BenchOptions {
   bool all_shapes = false;       // --shapes all
   StopRule stop;                 // --min-time, --max-time
   bool cuda_graph = false;
+  bool backward = false;         // --backward: forward+backward rows
   std::string out_file;          // --benchmark_out: empty, none
   bool out_json = true;          // --benchmark_out_format is json (Google Benchmark's default)
 

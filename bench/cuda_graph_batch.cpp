@@ -2,6 +2,10 @@
 // (at::cuda::CUDAGraph, as torch.cuda.graph does) and times its replays with CUDA events.
 // Loaded by backplane_bench for --cuda-graph (recorded_batch.h); built only with the CUDA
 // plugin, so that the engine itself stays device-generic.
+// A forward+backward step (--backward) is captured whole: the autograd engine's CUDA thread
+// runs each backward node on the stream its forward ran on, the recording stream here, and
+// the caching allocator serves a captured stream from the graph's pool whichever thread
+// asks; the warm-up calls start that thread before the capture.
 #include "recorded_batch.h"
 
 #include <ATen/cuda/CUDAGraph.h>

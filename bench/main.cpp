@@ -1,7 +1,7 @@
 // backplane_bench: every registry op on every selected backend, beside PyTorch's own op
 // and the device's copy_ bandwidth. The engine of `backplane bench`.
 //   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [--min-time=S]
-//                   [--max-time=S] [--cuda-graph] [Google Benchmark flags]
+//                   [--max-time=S] [--cuda-graph] [--backward] [Google Benchmark flags]
 // Prints a progress line on a terminal, then one table (table_reporter.h); with
 // --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench` reads
 // (--input, --compare; python/backplane/bench/results.py).
@@ -29,7 +29,7 @@ namespace {
 
 void print_help() {
   std::cout << "backplane_bench [--backends=NAME,...] [--ops=..] [--dtypes=..] [--shapes=..] [--cuda-graph] "
-               "[benchmark flags]\n"
+               "[--backward] [benchmark flags]\n"
                "  --backends=cpu,cuda  backends to load by name (default: BACKPLANE_BACKENDS, else cpu);\n"
                "                       one that cannot load or has no device here is skipped, with its reason\n"
                "  --ops=add,rms_norm   these registry ops (default: all)\n"
@@ -40,9 +40,12 @@ void print_help() {
                "                       spread of its samples is below 2%\n"
                "  --cuda-graph         time cuda rows as replays of a CUDA graph of each batch of calls: the\n"
                "                       kernels' time without the host's launch cost (other devices as usual)\n"
+               "  --backward           time forward+backward of each op with a backward: in the registry (its\n"
+               "                       gradients checked against the baseline's first); others are skipped\n"
                "  every backplane row is checked against its reference before it is timed\n"
                "  rows are <op>/<backend>/<impl>/<size>; bytes_per_second counts each input read once and\n"
-               "  each output written once; copy_ rows are the device's copy bandwidth\n\n";
+               "  each output written once (--backward: the least both passes move, the JSON's bytes_counted);\n"
+               "  copy_ rows are the device's copy bandwidth\n\n";
   benchmark::PrintDefaultHelp();
 }
 
@@ -61,14 +64,20 @@ std::string cpu_model() {
   return {};
 }
 
-void add_context(const backplane::bench::BackendSelection& selection, bool cuda_graph,
+void add_context(const backplane::bench::BackendSelection& selection, bool cuda_graph, bool backward,
                  const backplane::bench::StopRule& stop, const std::map<std::string, std::string>& shared_rows) {
   if (const std::string model = cpu_model(); !model.empty()) benchmark::AddCustomContext("cpu_model", model);
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
-  benchmark::AddCustomContext("bytes_counted",
-                              "minimal traffic: each input read once (an expanded one: its distinct elements), "
-                              "each output written once");
+  benchmark::AddCustomContext("pass", backward ? "forward+backward" : "forward");
+  benchmark::AddCustomContext(
+      "bytes_counted",
+      backward ? "minimal forward+backward traffic: the forward reads each input once (an expanded one: its distinct "
+                 "elements) and writes each output; the backward reads the output gradients and the tensors its "
+                 "registry formulas name (result: the output) and writes one gradient per differentiable input, "
+                 "except a gradient that is grad itself"
+               : "minimal traffic: each input read once (an expanded one: its distinct elements), each output "
+                 "written once");
   benchmark::AddCustomContext("stopping", "samples of about 1 ms until their spread is below " +
                                              std::to_string(int(stop.target_spread * 100)) + "%, for " +
                                              std::to_string(stop.min_seconds) + " to " +
@@ -187,14 +196,15 @@ int main(int argc, char** argv) {
     }
   }
   const auto owners = device_row_owners(selection);
-  add_context(selection, options.cuda_graph, options.stop, owners);
+  add_context(selection, options.cuda_graph, options.backward, options.stop, owners);
   backplane::bench::set_stop_rule(options.stop);
   backplane::bench::set_cuda_graph(options.cuda_graph);
   for (const auto& backend : selection.selected) {
     backplane::bench::register_op_benchmarks(backend, options, owners.at(backend.name) == backend.name);
-    if (options.ops.empty()) backplane::bench::register_call_overhead(backend);
+    // The host cost of a forward call: not a forward+backward run's figure.
+    if (options.ops.empty() && !options.backward) backplane::bench::register_call_overhead(backend);
   }
-  backplane::bench::TableReporter table(backplane::bench::registered_workloads(), owners);
+  backplane::bench::TableReporter table(backplane::bench::registered_workloads(), owners, options.backward);
   CheckedJsonReporter json;
   const bool checked = !options.out_file.empty() && options.out_json;
   benchmark::RunSpecifiedBenchmarks(&table, checked ? &json : nullptr);

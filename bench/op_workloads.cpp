@@ -1,5 +1,7 @@
 #include "op_workloads.h"
 
+#include "backward_workloads.h"
+#include "bench_inputs.h"
 #include "distinct_bytes.h"
 #include "result_check.h"
 #include "workload_timing.h"
@@ -7,13 +9,18 @@
 #include <backplane/conformance_inputs.h>
 #include <backplane/reference_expr.h>
 #include <backplane/registry.h>
+#include <backplane/selection.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <iostream>
 #include <memory>
+#include <set>
 
+// With --backward, a row times a forward+backward instead (backward_workloads.h) and ops
+// without a `backward:` are skipped; copy_ rows are the same in both.
+//
 // Every row derives from the registry: each op's `bench` shapes (by default its first;
 // elementwise rules default to 1M elements), in float32 and bfloat16 where the op takes them, beside its
 // baseline: PyTorch's own op where the registry names one (`baseline:`, e.g. aten::rms_norm),
@@ -32,24 +39,6 @@
 
 namespace backplane::bench {
 namespace {
-
-using conformance::op_arguments;
-
-// The op's arguments for a bench shape: random Tensors (never zeros: no kernel is fast
-// by accident on special data), other arguments as given or defaulted.
-// A preset with a `layout` makes every Tensor argument in that layout (a transposed,
-// strided, offset, expanded or permuted view, as the conformance suite makes them). Values
-// are drawn on the device: a 64M-element view drawn on the CPU in float64, as the
-// conformance suite draws its values, took seconds, each time --interleave rebuilt the row.
-std::vector<c10::IValue> make_args(const OpDef& op, const OpInputs& shape, c10::ScalarType dtype, c10::Device device) {
-  const auto values = [options = at::TensorOptions().dtype(dtype).device(device)](at::IntArrayRef sizes) {
-    return at::randn(sizes, options);
-  };
-  const auto layout = conformance::layout_named(shape.layout);  // the parser admits only known names
-  return op_arguments(op, shape, [&](at::IntArrayRef sizes) {
-    return layout ? conformance::make_in(sizes, *layout, values).view : values(sizes);
-  });
-}
 
 // Each tensor argument's distinct elements read once (an expanded view: its one row) and
 // each output (or the written argument) written once.
@@ -123,6 +112,18 @@ WorkloadFactory copy_row(const OpDef& op, const OpInputs& shape, c10::ScalarType
   };
 }
 
+// A backplane row times its own plugin's kernel. Where two selected plugins serve the op on
+// one device, the core's selector would call the chosen one for both rows: the row holds a
+// preference for its plugin from its build (the result check included) to its end.
+WorkloadFactory served_by(const std::string& plugin, const std::string& op, WorkloadFactory make) {
+  return [plugin, op, make = std::move(make)](c10::Device d) {
+    auto hold = std::make_shared<ScopedPreference>(op, std::vector<std::string>{plugin});
+    Workload w = make(d);
+    w.step = [hold, step = std::move(w.step)] { step(); };
+    return w;
+  };
+}
+
 std::string shape_label(const OpInputs& shape) {
   std::string out;
   for (char c : shape.name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -139,6 +140,14 @@ void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& 
       std::cerr << "backplane_bench: " << id << " has no bench shapes in the registry; not benchmarked\n";
       continue;
     }
+    if (options.backward && op.backward.empty()) {
+      // Once per op, though each backend registers its rows.
+      static std::set<std::string> reported;
+      if (reported.insert(id).second)
+        std::cerr << "backplane_bench: " << id << " has no backward: in the registry; not benchmarked with "
+                     "--backward\n";
+      continue;
+    }
     if (!backend.ops.count(id) && device_rows)
       std::cerr << "backplane_bench: " << id << " is not implemented on " << backend.name
                 << "; only its reference rows run\n";
@@ -149,9 +158,14 @@ void register_op_benchmarks(const SelectedBackend& backend, const BenchOptions& 
         const std::string prefix = id + "/" + backend.name + "/";
         if (device_rows) register_workload(prefix + "copy_" + suffix, backend.device, copy_row(op, shape, dtype));
         if (backend.ops.count(id))
-          register_workload(prefix + "backplane" + suffix, backend.device, backplane_row(op, shape, dtype));
+          register_workload(prefix + "backplane" + suffix, backend.device,
+                            served_by(backend.name, id,
+                                      options.backward ? backward_backplane_row(op, shape, dtype)
+                                                       : backplane_row(op, shape, dtype)));
         if (device_rows && !op.checks.bench_baseline().empty())
-          register_workload(prefix + "reference" + suffix, backend.device, reference_row(op, shape, dtype));
+          register_workload(prefix + "reference" + suffix, backend.device,
+                            options.backward ? backward_reference_row(op, shape, dtype)
+                                             : reference_row(op, shape, dtype));
       }
   }
 }

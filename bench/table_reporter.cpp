@@ -65,8 +65,11 @@ std::string right(const std::string& s, size_t width) {
 
 }  // namespace
 
-TableReporter::TableReporter(int expected_rows, std::map<std::string, std::string> shared_rows)
-    : expected_rows_(expected_rows), on_terminal_(isatty(STDERR_FILENO) == 1), shared_rows_(std::move(shared_rows)) {}
+TableReporter::TableReporter(int expected_rows, std::map<std::string, std::string> shared_rows, bool backward)
+    : expected_rows_(expected_rows),
+      backward_(backward),
+      on_terminal_(isatty(STDERR_FILENO) == 1),
+      shared_rows_(std::move(shared_rows)) {}
 
 bool TableReporter::ReportContext(const Context&) { return true; }  // the JSON keeps the context
 
@@ -121,6 +124,7 @@ void TableReporter::Finalize() {
   std::string head = pad("op", 20) + pad("preset", 20) + pad("dtype", 9) + pad("backend", 9) + right("median", 10) +
                      right("spread", 8) + right("GB/s", 8) + right("%copy_", 8) + right("x base", 8);
   if (any_compiled) head += right("x compile", 10);
+  if (!rows_.empty() && backward_) out << "forward+backward: each row times one forward and one backward\n";
   if (!rows_.empty()) out << head << "\n" << std::string(head.size(), '-') << "\n";
   std::vector<CopyTiming> copies;
   for (const auto& row : rows_) {
@@ -160,7 +164,10 @@ void TableReporter::Finalize() {
   }
   if (!rows_.empty())
     out << "(median per call; spread: half the interquartile range of the samples (of the repetitions' range with "
-           "--repetitions N) over the median; GB/s: each input read once, each output written once, 1 GB = 1e9 B; "
+           "--repetitions N) over the median; GB/s: "
+        << (backward_ ? "the least forward+backward traffic (the JSON's bytes_counted)"
+                      : "each input read once, each output written once")
+        << ", 1 GB = 1e9 B; "
            "x base > 1: faster than PyTorch's baseline on the same device; formulas: the JSON's labels)\n";
   for (const auto& [key, ns] : call_ns_) {
     const auto& [op, backend, impl] = key;

@@ -20,8 +20,9 @@ namespace backplane::bench {
 class TableReporter : public benchmark::BenchmarkReporter {
  public:
   // expected_rows: op rows registered (for "n/N" in the progress line); shared_rows:
-  // backend -> the backend whose reference and copy_ rows it shares (same device).
-  TableReporter(int expected_rows, std::map<std::string, std::string> shared_rows);
+  // backend -> the backend whose reference and copy_ rows it shares (same device);
+  // backward: the rows time forward+backward (--backward), which the table's title says.
+  TableReporter(int expected_rows, std::map<std::string, std::string> shared_rows, bool backward = false);
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
@@ -38,6 +39,7 @@ class TableReporter : public benchmark::BenchmarkReporter {
   void progress(const std::string& name);
 
   int expected_rows_ = 0, done_rows_ = 0;
+  bool backward_ = false;
   bool on_terminal_ = false;
   size_t progress_width_ = 0;
   std::map<std::string, std::string> shared_rows_;

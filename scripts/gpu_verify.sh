@@ -42,8 +42,8 @@ for step in $STEPS; do
       "$P" -m backplane bench --input "$OUT/bench.json" --markdown > "$OUT/bench.md" 2>&1
       grep -E "^\| [a-z_]+ \| cuda" "$OUT/bench.md" | cut -d'|' -f2,4,5,6,9,10 ;;
     train)
-      timeout 540 "$P" bench/train_ops_bench.py --device cuda --json "$OUT/train_ops.json" ${PROFILE:+--profile} \
-        > "$OUT/train_ops.txt" 2>&1; echo "train_ops rc=$?"; grep -vE "^\s*$" "$OUT/train_ops.txt" | grep -v "^-" | tail -30
+      timeout 540 "$P" -m backplane bench --backends cuda --backward --cuda-graph --json "$OUT/train_ops.json" \
+        > "$OUT/train_ops.txt" 2>&1; echo "bench --backward rc=$?"; grep -vE "^\s*$" "$OUT/train_ops.txt" | grep -v "^-" | tail -30
       timeout 120 "$P" -m models.train --backend cuda --steps 100 2>&1 | tail -1
       timeout 200 "$P" -m models.step_time 2>&1 | tail -6
       timeout 200 "$P" -m models.llama_check 2>&1 | tail -6 ;;
@@ -69,20 +69,21 @@ for step in $STEPS; do
       settings=${LAUNCH_SETTINGS:-0 1}
       for dl in $settings; do
         export BACKPLANE_CUDA_DEPENDENT_LAUNCH=$dl
-        timeout 120 "$P" bench/train_ops_bench.py --device cuda --forward-only --cuda-graph --graph-calls 20 \
-          --ops add,mul,rms_norm,softmax --shapes $small --skip-compile --dtypes bfloat16,float16,float32 \
+        timeout 120 "$P" -m backplane bench --backends cuda --cuda-graph --repetitions 3 --no-compile \
+          --ops add,mul,rms_norm,softmax --shapes $small --dtypes bfloat16,float16,float32 \
           --json "$OUT/small_dl$dl.json" > "$OUT/small_dl$dl.txt" 2>&1
         echo "small kernels from graphs, dependent launch $dl: rc=$?"
-        timeout 150 "$P" bench/train_ops_bench.py --device cuda --forward-only --ops add,mul --shapes $large \
-          --skip-compile --dtypes bfloat16,float16,float32 --json "$OUT/large_dl$dl.json" > "$OUT/large_dl$dl.txt" 2>&1
+        timeout 150 "$P" -m backplane bench --backends cuda --repetitions 3 --no-compile --ops add,mul --shapes $large \
+          --dtypes bfloat16,float16,float32 --json "$OUT/large_dl$dl.json" > "$OUT/large_dl$dl.txt" 2>&1
         echo "64M rows, dependent launch $dl: rc=$?"
         timeout 60 "$P" bench/host_cost.py --device cuda --rounds 11 --ops add,rms_norm,rms_norm_backward \
           > "$OUT/host_cost_dl$dl.txt" 2>&1
         echo "host cost, dependent launch $dl: rc=$?"
       done
       unset BACKPLANE_CUDA_DEPENDENT_LAUNCH
-      for size in small large; do
-        "$P" bench/train_ops_report.py $(for dl in $settings; do echo "$OUT/${size}_dl$dl.json"; done)
+      for size in small large; do  # the first setting's run as the base of the second's
+        runs=($(for dl in $settings; do echo "$OUT/${size}_dl$dl.json"; done))
+        "$P" -m backplane bench --input "${runs[-1]}" ${runs[1]:+--compare "${runs[0]}"}
       done
       for dl in $settings; do grep -h -E "^torch.ops|torch.add on" "$OUT/host_cost_dl$dl.txt"; done ;;
     test)

@@ -382,8 +382,8 @@ def test_cli_names_the_python_it_cannot_run(tmp_path):
                           capture_output=True, text=True, env={**os.environ, "BACKPLANE_PYTHON": str(missing)},
                           timeout=60)
     assert done.returncode == 1
-    assert (f"backplane bench: cannot run {missing} (the Python for --compare/--plot/--side-by-side, chosen as "
-            "BACKPLANE_PYTHON; set BACKPLANE_PYTHON to a Python with torch): No such file or directory") in done.stderr
+    assert (f"backplane bench: cannot run {missing} (the Python for --compare/--plot/--side-by-side and the "
+            "torch.compile rows, chosen as BACKPLANE_PYTHON; set BACKPLANE_PYTHON to a Python with torch): No such file or directory") in done.stderr
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -1,5 +1,5 @@
-"""backplane.formula: the registry's call grammar in Python (what bench/train_ops_bench.py
-times as PyTorch's side). Each op's reference, evaluated here in float64, must give what the
+"""backplane.formula: the registry's call grammar in Python (what the bench's torch.compile
+rows compile as PyTorch's side). Each op's reference, evaluated here in float64, must give what the
 op gives on its first registry sample; bad formulas are refused naming the column."""
 import re
 

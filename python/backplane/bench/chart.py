@@ -4,13 +4,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from .results import machine, rows, shared_rows_owner
+from .results import machine, pass_of, rows, shared_rows_owner
 from .tables import table
 
 
 def plot(results: dict, path) -> None:
     """GB/s of backplane and the reference per op/shape/dtype and backend, with the
-    device's copy_ bandwidth drawn as the roofline; one PNG."""
+    device's copy_ bandwidth drawn as the roofline; one PNG, its title naming the pass."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -39,8 +39,8 @@ def plot(results: dict, path) -> None:
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel("GB/s (1e9 bytes)")
     ctx = results.get("context", {})
-    ax.set_title(f"backplane bench - {machine(ctx).replace('`', '')} torch {ctx.get('torch_version', '')} {ctx.get('date', '')}",
-                 fontsize=9)
+    ax.set_title(f"backplane bench {pass_of(results)} - {machine(ctx).replace('`', '')} "
+                 f"torch {ctx.get('torch_version', '')} {ctx.get('date', '')}", fontsize=9)
     ax.legend()
     fig.tight_layout()
     png = io.BytesIO()  # written here, not by savefig, so a failed write raises (/dev/full)

@@ -66,6 +66,8 @@ def refuse_before_running(args) -> None:
         missing = [b for b in args.compare_backends if b not in selected]
         if missing:
             raise ValueError(f"--compare-backends: {', '.join(missing)} not among --backends ({args.backends})")
+    if args.input and args.compile:
+        raise ValueError("--compile times torch.compile beside a run of the engine; with --input nothing is run")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -118,6 +120,13 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--cuda-graph", action="store_true",
                    help="time cuda rows as replays of a CUDA graph of each batch of calls: the kernels' time "
                         "without the host's launch cost (ops shorter than a launch need it)")
+    p.add_argument("--backward", action="store_true",
+                   help="time forward+backward of each op with a backward: in the registry (gradients checked "
+                        "against the baseline's first); ops without one are skipped")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="after the engine, time torch.compile of each reference row's op on its device (the "
+                        "'x compile' column; a CPU needs a C++ compiler for Inductor); default: on where a "
+                        "selected backend runs on cuda")
     p.add_argument("--json", help="write Google Benchmark's JSON here")
     p.add_argument("--input", nargs="+", metavar="RUN.json",
                    help="read results from these JSON files instead of running (several: their backends side by side)")

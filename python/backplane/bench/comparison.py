@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .results import rows
+from .results import pass_of, rows
 
 
 def mann_whitney_p(a, b) -> float | None:
@@ -41,7 +41,12 @@ def compare(base: dict, new: dict, threshold=0.05, alpha=0.05, base_backend=None
     row regressed when it is slower by more than `threshold` and p < alpha. Two backends
     of one run: compare(results, results, base_backend="cpu", new_backend="cpu_alt").
     A row timed as CUDA graph replays in one run and as eager calls in the other is refused
-    (ValueError): the two measure different things (kernels alone, kernels and launches)."""
+    (ValueError): the two measure different things (kernels alone, kernels and launches);
+    so is a forward run against a forward+backward one (backplane bench --backward)."""
+    if pass_of(base) != pass_of(new):
+        raise ValueError(f"the base run times {pass_of(base)}, the new one {pass_of(new)}: compare runs of the same "
+                         "pass (both with --backward, or neither)")
+
     def keyed(results, backend):
         # Rows of every backend are kept apart unless one backend is compared with another.
         return {(r.op, r.impl, r.shape, r.dtype) + (() if backend else (r.backend,)): r

@@ -26,11 +26,12 @@ def _csv(value) -> str:
 
 
 def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=1, json_path=None,
-        quiet=False, extra=(), cuda_graph=False) -> dict:
+        quiet=False, extra=(), cuda_graph=False, backward=False) -> dict:
     """Runs the engine and returns its Google Benchmark JSON (also written to json_path).
     shapes: preset names, or "all" (default: each op's first); each repetition of a row
     samples until its spread is on target (bench/adaptive_stop.h).
-    cuda_graph: cuda rows timed as CUDA graph replays (the kernels without the host's launches)."""
+    cuda_graph: cuda rows timed as CUDA graph replays (the kernels without the host's launches).
+    backward: forward+backward of each op with a `backward:` (the context's "pass" says so)."""
     if json_path:
         out = Path(json_path)
     else:
@@ -45,6 +46,8 @@ def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repet
         args.append(f"--shapes={_csv(shapes)}")
     if cuda_graph:
         args.append("--cuda-graph")
+    if backward:
+        args.append("--backward")
     args += list(extra)
     try:
         done = subprocess.run(args, stdout=subprocess.DEVNULL if quiet else None, text=True)

@@ -101,7 +101,7 @@ def check_run(results, path) -> None:
     if not isinstance(context, dict):
         refuse(f'"context" is {_json_type(context)}, not an object')
     for key, value in context.items():  # those read as text (the plugin path, the date)
-        if (key.startswith("backend.") or key == "date") and not isinstance(value, str):
+        if (key.startswith("backend.") or key in ("date", "pass")) and not isinstance(value, str):
             refuse(f'context "{key}" is {_json_type(value)}, not a string')
     entries = results.get("benchmarks")
     if not isinstance(entries, list):
@@ -152,6 +152,12 @@ def _complete_rows(text: str) -> dict | None:
     return None
 
 
+def pass_of(results: dict) -> str:
+    """What a run's rows time: "forward", or "forward+backward" (backplane bench --backward),
+    as its context's "pass" says; a run written before the key was recorded: forward."""
+    return results.get("context", {}).get("pass", "forward")
+
+
 def machine(ctx: dict) -> str:
     """A run's machine as reports name it: the host name, and the CPU model where the run
     recorded one (two machines may share a host name)."""
@@ -169,9 +175,16 @@ def merge(runs: dict) -> dict:
     """Several runs as one, {name: results} (a file name, say): their rows side by side.
     Each backend must come from one run only; a backend in two runs is refused, naming
     both, rather than one of them silently kept. The context keeps each run's machine,
-    torch and date under "runs"."""
+    torch and date under "runs". Runs of different passes (forward, forward+backward) are
+    refused: their rows time different things."""
     merged = {"context": {"runs": []}, "benchmarks": []}
     owner: dict[str, str] = {}
+    passes = {name: pass_of(results) for name, results in runs.items()}
+    if len(set(passes.values())) > 1:
+        raise ValueError("runs of different passes cannot be merged: " +
+                         ", ".join(f"{name} times {p}" for name, p in passes.items()))
+    if passes:
+        merged["context"]["pass"] = next(iter(passes.values()))
     for name, results in runs.items():
         ctx = results.get("context", {})
         for backend in sorted({r.backend for r in rows(results)}):

@@ -5,7 +5,7 @@ How to read them: bench/results/method.md."""
 from __future__ import annotations
 
 from .noise import noise_warnings
-from .results import call_costs, machine, rows, run_summary, shared_rows_owner
+from .results import call_costs, machine, pass_of, rows, run_summary, shared_rows_owner
 
 
 def table(results: dict) -> list[dict]:
@@ -45,6 +45,19 @@ def _cells(t: dict) -> tuple[str, str, str]:
     return gbps, pct, ratio
 
 
+def _backward(results: dict) -> bool:
+    return pass_of(results) == "forward+backward"
+
+
+def _bytes_counted(results: dict) -> str:
+    """What a row's GB/s counts, as the footnotes say it."""
+    if _backward(results):
+        return ("the least forward+backward traffic: the forward reads each input once and writes each output, the "
+                "backward reads the output gradient and what its registry formulas name and writes each input's "
+                "gradient")
+    return "bytes each input read once and each output written once"
+
+
 def _duration(us: float) -> str:
     if us >= 1e6:
         return f"{us / 1e6:.2f} s"
@@ -60,7 +73,8 @@ def format_table(results: dict) -> str:
     compiled = any(t["vs_compiled"] for t in lines)
     head = (f"{'op':20}{'preset':20}{'dtype':9}{'backend':9}{'median':>10}{'spread':>8}{'GB/s':>8}{'%copy_':>8}"
             f"{'x base':>8}" + (f"{'x compile':>10}" if compiled else ""))
-    out = [head, "-" * len(head)]
+    out = (["forward+backward: each row times one forward and one backward"] if _backward(results) else [])
+    out += [head, "-" * len(head)]
     for t in lines:
         name = f"{t['op']:20}{t['shape']:20}{t['dtype']:9}{t['backend']:9}"
         if t["error"]:
@@ -85,7 +99,8 @@ def side_by_side(results: dict, command: str = "") -> str:
         keyed.setdefault((t["op"], t["shape"], t["dtype"]), {})[t["backend"]] = t
     ctx = results.get("context", {})
     runs = ctx.get("runs") or [run_summary("this run", ctx)]
-    out = [f"### backplane bench: {', '.join(backends)} side by side", ""]
+    passes = ", forward+backward" if _backward(results) else ""
+    out = [f"### backplane bench: {', '.join(backends)} side by side{passes}", ""]
     out += [f"- {r['name']}: machine {r['machine']}, {r['num_cpus']} CPUs, torch {r['torch_version']}, "
             f"{str(r['date'])[:10]}; timing: {r.get('timing', '?')}" for r in runs]
     if command:
@@ -117,7 +132,8 @@ def markdown(results: dict, command: str = "") -> str:
     lines = table(results)
     backends = sorted({t["backend"] for t in lines})
     plugins = "; ".join(f"{b}: {ctx.get('backend.' + b, '?')}" for b in backends)
-    out = [f"### backplane bench: {', '.join(backends)} ({ctx.get('date', '')[:10]})", "",
+    passes = ", forward+backward" if _backward(results) else ""
+    out = [f"### backplane bench: {', '.join(backends)}{passes} ({ctx.get('date', '')[:10]})", "",
            f"Machine {machine(ctx)}, {ctx.get('num_cpus', '?')} CPUs; torch "
            f"{ctx.get('torch_version', '?')}; {ctx.get('timing', '')}. Plugins: {plugins}.", ""]
     if command:
@@ -131,7 +147,7 @@ def markdown(results: dict, command: str = "") -> str:
         gbps, pct, ratio = _cells(t)
         out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | {t['median_us']:.2f} | "
                    f"±{100 * t['spread']:.1f}% | {gbps} | {pct} | {ratio} |")
-    out += ["", "GB/s: bytes each input read once and each output written once (1 GB = 1e9 B); % of copy_: "
+    out += ["", f"GB/s: {_bytes_counted(results)} (1 GB = 1e9 B); % of copy_: "
             "against `out.copy_(x)` of the op's largest tensor in the same run; × reference: the registry "
             "reference's time over backplane's (> 1: faster than PyTorch)."]
     costs = call_cost_table(results)

@@ -1,0 +1,260 @@
+"""torch.compile of each op's reference, timed after the engine's run beside its rows:
+for every reference row the run timed, a row <op>/<backend>/compiled/<preset>_<dtype> on
+the same device, the same inputs (bench/inputs.py) and the same timing (sampling.py), in
+the engine's JSON fields, so tables read it as the "x compile" column.
+
+    results = bench.run(backends="cuda", cuda_graph=True)
+    results["benchmarks"] += bench.compiled_rows(results)
+
+What is compiled is the op's `reference:` (the PyTorch code a user would write and compile;
+the reference row times the fused `baseline:` where there is one), or its `baseline:` where
+the reference returns a view of an input (crop's narrow): compiled, a view moves no data and
+would time as nothing. Compiled once per row with dynamic=False and fullgraph=True: a graph
+break would time eager code under torch.compile's name, so it fails the row instead.
+Before timing, the compiled output (and, for a forward+backward run, the gradients) must
+equal the eager formula's within the dtype's tolerance; a row that differs or fails to
+compile is an error entry, not timed. The pass is the run's: context "pass" forward (the default) or
+forward+backward, which times the compiled forward and the backward through autograd
+(torch.autograd.grad with a fixed random output gradient, into the arguments the op's
+`backward:` names). Each row is timed as its reference row was: as many repetitions, as
+CUDA graph replays where that row was. Devices: cpu (Inductor needs a C++ compiler) and
+cuda."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from statistics import median
+
+import torch
+
+from ..formula import Formula
+from .inputs import preset_for, preset_values
+from .results import _UNITS, _error, _repetitions, pass_of
+from .sampling import stop_rule, time_step
+
+LABEL = "torch.compile(reference)"
+PASSES = ("forward", "forward+backward")
+
+_MAX_MESSAGE = 2000  # an Inductor failure carries its whole generated source; the head says why
+# max |compiled - eager| <= tolerance * (|eager| + max |eager|), per element: eager rounds
+# every intermediate to the dtype where compiled code keeps float32, so the difference
+# scales with the operands, not with each element (an element near 0 after a cancellation).
+_TOLERANCE = {torch.float64: 1e-7, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+
+
+def wanted_by_default(results: dict) -> bool:
+    """Whether a run gets compiled rows without --compile: a selected backend on cuda (and
+    then for cuda's rows only: add_compiled_rows)."""
+    return any(_device_of(value).startswith("cuda") for key, value in results.get("context", {}).items()
+               if key.startswith("backend."))
+
+
+def _device_of(backend_record: str) -> str:
+    """The device of a context "backend.<name>" record: "... (version 0.1.0, key CUDA, device cuda:0)"."""
+    found = re.search(r"device ([^,)]+)\)$", backend_record)
+    return found.group(1) if found else ""
+
+
+def _reference_rows(results: dict) -> dict[tuple, list[dict]]:
+    """(op, backend, preset label, dtype) -> the timed repetitions of its reference row."""
+    found: dict[tuple, list[dict]] = {}
+    for op, backend, impl, preset_dtype, entry in _repetitions(results):
+        if impl == "reference" and not _error(entry):
+            label, _, dtype = preset_dtype.rpartition("_")
+            found.setdefault((op, backend, label, dtype), []).append(entry)
+    return found
+
+
+def compiled_rows(results: dict, *, min_time: float | None = None, max_time: float | None = None,
+                  device_types=None, progress=None) -> list[dict]:
+    """Entries of Google Benchmark's JSON, one per repetition of each compiled row (one
+    error entry for a row that failed), for `results["benchmarks"]`. min_time, max_time:
+    as the engine's --min-time/--max-time. device_types: the rows of backends on these
+    device types only ("cuda",...; default: all). progress(done, total, name) is called
+    before each row, and with done == total at the end."""
+    import backplane
+
+    passes = pass_of(results)
+    if passes not in PASSES:
+        raise ValueError(f'the run\'s context "pass" is {passes!r}; expected one of {", ".join(PASSES)}')
+    rule = stop_rule(min_time, max_time)
+    ops = {op.name: op for op in backplane.ops()}
+    context = results.get("context", {})
+    targets = sorted((key, refs) for key, refs in _reference_rows(results).items()
+                     if device_types is None or _device_of(context.get(f"backend.{key[1]}", "")).split(":")[0]
+                     in device_types)
+    entries = []
+    for done, ((op, backend, label, dtype), references) in enumerate(targets):
+        name = f"{op}/{backend}/compiled/{label}_{dtype}"
+        if progress:
+            progress(done, len(targets), name)
+        record = context.get(f"backend.{backend}", "")
+        try:
+            if op not in ops:
+                raise ValueError(f"{op} is not in this process's registry (load the plugin that defines it)")
+            device = _device_of(record)
+            if not device:
+                raise ValueError(f'the run\'s context names no device for backend {backend}: "{record}"')
+            entries += _timed_row(name, ops[op], label, dtype, torch.device(device), passes, references, rule)
+        except WrongResult as e:
+            entries.append(_error_entry(name, str(e)))
+        except Exception as e:  # noqa: BLE001  (any failure to compile or run is the row's, as in the engine)
+            entries.append(_error_entry(name, f"{type(e).__name__}: {e}"[:_MAX_MESSAGE].strip()))
+        finally:
+            torch._dynamo.reset()  # each row compiles afresh; the cache limit per function is never reached
+    if progress:
+        progress(len(targets), len(targets), "")
+    return entries
+
+
+class WrongResult(AssertionError):
+    """The compiled formula's output or gradient differs from the eager formula's."""
+
+
+def _timed_row(name, op, label, dtype_name, device, passes, references, rule) -> list[dict]:
+    dtype = getattr(torch, dtype_name)
+    backward = passes == "forward+backward"
+    if backward and not op.differentiable:
+        raise ValueError(f"{op.name} has no backward: in the registry; a forward+backward run cannot time it")
+    values = preset_values(op, preset_for(op, label), dtype=dtype, device=device,
+                           requires_grad=op.differentiable if backward else ())
+    formula_text = op.reference
+    if op.baseline and _returns_a_view(Formula.parse(op.reference), op, values):
+        formula_text = op.baseline
+    eager, compiled, tensors = _compiled_formula(Formula.parse(formula_text), op, values)
+    if backward:
+        inputs = [values[n] for n in op.differentiable]
+        generator = torch.Generator(device=device).manual_seed(1)
+        grads = [torch.randn(t.shape, dtype=t.dtype, device=device, generator=generator)
+                 for t in _tensors(eager(*tensors))]
+
+        def run(fn):
+            outputs = _tensors(fn(*tensors))
+            gradients = torch.autograd.grad(outputs, inputs, grads)
+            return {**_named(outputs), **{f"gradient of {n}": g for n, g in zip(op.differentiable, gradients)}}
+
+        def step():
+            torch.autograd.grad(_tensors(compiled(*tensors)), inputs, grads)
+    else:
+        def run(fn):
+            return _named(_tensors(fn(*tensors)))
+
+        def step():
+            compiled(*tensors)
+    check_same(run(compiled), run(eager))
+    cuda_graph = any(bool(e.get("cuda_graph")) for e in references)
+    timings = time_step(step, device, rule, repetitions=len(references), cuda_graph=cuda_graph)
+    return _entries(name, timings, references, f"{dtype_name} {LABEL}: {formula_text}", cuda_graph)
+
+
+def _compiled_formula(formula: Formula, op, values: dict):
+    """(eager, compiled, tensors): the formula as a function of the op's Tensor arguments
+    (other arguments fixed: compiled for these values), both ways, and those tensors."""
+    names = [n for n in op.tensor_args if n in values]
+    fixed = {k: v for k, v in values.items() if k not in names}
+
+    def reference(*tensors):
+        return formula(**fixed, **dict(zip(names, tensors)))
+
+    return reference, compile_reference(reference), [values[n] for n in names]
+
+
+def compile_reference(fn):
+    """torch.compile as each row uses it: shapes fixed, no graph break allowed."""
+    return torch.compile(fn, dynamic=False, fullgraph=True)
+
+
+def _returns_a_view(formula: Formula, op, values: dict) -> bool:
+    """Whether an output of `formula` shares memory with one of the op's Tensor arguments."""
+    with torch.no_grad():
+        outputs = _tensors(formula(**values))
+    inputs = {values[n].untyped_storage().data_ptr() for n in op.tensor_args if n in values}
+    return any(out.untyped_storage().data_ptr() in inputs for out in outputs)
+
+
+def _tensors(value) -> list:
+    """A formula's result as a list of tensors (one, or a Tensor[] formula's several)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _named(outputs: list) -> dict:
+    return {"result": outputs[0]} if len(outputs) == 1 else {f"result {i}": t for i, t in enumerate(outputs)}
+
+
+def check_same(got: dict, expected: dict) -> None:
+    """Raises WrongResult naming the first tensor (a result, then a gradient) of `got` that
+    differs from `expected`'s: {what: tensor}, compiled and eager."""
+    def wrong(what):
+        return WrongResult(f"wrong result against the eager formula, not timed: {what}")
+
+    if list(got) != list(expected):
+        raise wrong(f"{', '.join(got)} where the eager formula gives {', '.join(expected)}")
+    for what, e in expected.items():
+        a = got[what]
+        if a.shape != e.shape or a.dtype != e.dtype:
+            raise wrong(f"{what} is {a.dtype} {tuple(a.shape)}, the eager formula's {e.dtype} {tuple(e.shape)}")
+        if not a.numel():
+            continue
+        tol = _TOLERANCE.get(e.dtype, 0.0)
+        a64, e64 = a.detach().double(), e.detach().double()
+        diff = (a64 - e64).abs()
+        bad = (diff > tol * (e64.abs() + e64.abs().max())) | (a64.isnan() ^ e64.isnan())
+        if bad.any():
+            raise wrong(f"{what}: {int(bad.sum())} of {a.numel()} elements differ beyond {tol:g} of (|eager| + "
+                        f"max |eager|); max abs difference {diff.nan_to_num(float('inf')).max().item():.3g}")
+
+
+def _entries(name, timings, references, label, cuda_graph) -> list[dict]:
+    """One entry per repetition, with the reference row's traffic (bytes and elements per
+    call are the same workload's) turned into rates at this row's time."""
+    def per_call(rate):
+        amounts = [e[rate] * e["real_time"] * _UNITS[e.get("time_unit", "us")] * 1e-6 for e in references if rate in e]
+        return median(amounts) if amounts else None
+
+    nbytes, items = per_call("bytes_per_second"), per_call("items_per_second")
+    entries = []
+    for i, t in enumerate(timings):
+        entry = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": len(timings),
+                 "repetition_index": i, "threads": 1, "iterations": 1, "real_time": t.seconds * 1e6,
+                 "time_unit": "us", "spread": t.spread, "samples": t.samples, "sampled_seconds": t.sampled_seconds,
+                 "calls_per_batch": t.calls_per_batch, "label": label}
+        if nbytes is not None:
+            entry["bytes_per_second"] = nbytes / t.seconds
+        if items is not None:
+            entry["items_per_second"] = items / t.seconds
+        if cuda_graph:
+            entry["cuda_graph"] = 1
+        entries.append(entry)
+    return entries
+
+
+def _error_entry(name: str, message: str) -> dict:
+    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+            "threads": 1, "iterations": 0, "error_occurred": True, "error_message": message,
+            "label": LABEL}
+
+
+def print_progress(done: int, total: int, name: str) -> None:
+    """A progress line on a terminal (stderr), overwritten by the next and cleared at the
+    end; nothing when piped."""
+    if sys.stderr.isatty():
+        line = f"{LABEL} {done + 1}/{total}: {name}" if done < total else ""
+        print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+
+
+def add_compiled_rows(results: dict, min_time=None, max_time=None, json_path=None, device_types=None) -> None:
+    """`backplane bench`'s step after the engine: the compiled rows into `results` (and
+    the JSON file the engine wrote, if any), with a progress line on a terminal and one
+    line on stderr per row that failed (the table shows such a row as "-")."""
+    entries = compiled_rows(results, min_time=min_time, max_time=max_time, device_types=device_types,
+                            progress=print_progress)
+    results["benchmarks"] += entries
+    results.setdefault("context", {})["compiled"] = (f"{LABEL}: torch {torch.__version__}, dynamic=False, "
+                                                     "fullgraph=True; timed as the reference rows")
+    for e in entries:
+        if e.get("error_occurred"):
+            print(f"backplane bench: {e['name']}: {' '.join(e['error_message'].split())[:300]}", file=sys.stderr)
+    if json_path:
+        Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
