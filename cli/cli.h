@@ -54,11 +54,25 @@ inline std::string join(const std::vector<std::string>& items, const char* sep) 
 // The folder of the running command (nullopt where /proc/self/exe cannot be read).
 std::optional<std::filesystem::path> command_dir();
 
+// The common flags (--plugin-path, --prefer; --selection already) for the programs a
+// command runs in its place, through the environment: the parser consumed them.
+void pass_common_flags_on(const Options& options);
+// Runs args[0] with args in place of this process; returns (exit code 1) only when it
+// cannot, after saying why as "backplane <command>: cannot run ...".
+int exec_command(const std::string& command, const std::vector<std::string>& args);
+// Runs `python -m backplane <module_args...>` in place of this process (a checkout's
+// python/ on PYTHONPATH). The interpreter: BACKPLANE_PYTHON, else the one the wheel is
+// installed in, else the one this build was configured with, else python3 on PATH;
+// needed_for names what asked for Python in the message when it cannot run.
+int exec_python_side(const std::string& command, const std::vector<std::string>& module_args,
+                     const std::string& needed_for);
+
 int list_command(const Options& options);
 int ops_command(const Options& options);
 int check_command(const Options& options);
 int run_command(const Options& options);
 int new_backend_command(const Options& options);
 int bench_command(const Options& options);
+int tune_command(const Options& options);
 
 }  // namespace backplane::cli

@@ -6,10 +6,13 @@
 
 #include <backplane/registry.h>
 #include <backplane/selection.h>
+#include <backplane/selection_file.h>
 
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -26,6 +29,8 @@ constexpr const char* kCommonFlags = R"(common flags:
                      plugins and before $BACKPLANE_PLUGIN_PATH (--plugin-dir: the same)
   --prefer SPEC      which plugin serves an op where two serve one device:
                      "rms_norm:cpu_alt,cpu;*:cpu" (as $BACKPLANE_PREFER)
+  --selection FILE   the same by call size, from a selection file (`backplane tune` writes one;
+                     as $BACKPLANE_SELECTION); a --prefer for an op overrides it
   -h, --help         this help
 )";
 
@@ -42,6 +47,7 @@ commands:
           against the reference saved at export, report latency
   new-backend NAME --dispatch-key KEY: write a plugin project to build out of this tree
   bench   every op on each backend beside PyTorch and copy_ (Google Benchmark); --compare, --plot
+  tune    --backends a,b: time each plugin serving an op on one device, by size; write a selection file
 
 `backplane <command> --help` shows a command's flags.
 
@@ -104,7 +110,7 @@ const std::map<std::string, Command>& commands() {
       {"bench",
        {"backplane bench [--ops a,b] [--dtypes ..] [--shapes ..|all] [--repetitions N] [--json F] [--compare BASE.json] "
         "[--compare-backends A,B] [--threshold PCT] [--plot F.png] [--side-by-side] [--min-time S] [--max-time S] "
-        "[--interleave] [--cuda-graph] [common flags]",
+        "[--interleave] [--cuda-graph] [--backward] [--compile|--no-compile] [common flags]",
         "Benchmark every registry op (or those named) on each backend, beside PyTorch's op and the device's copy_\n"
         "bandwidth, each row checked against its reference first (engine: backplane_bench, on Google Benchmark).\n"
         "By default each op's first bench preset in float32 and bfloat16, each row sampled until its spread is\n"
@@ -122,6 +128,10 @@ const std::map<std::string, Command>& commands() {
         "                         interleaving): a drift of the machine's speed falls on every row alike\n"
         "  --cuda-graph           time cuda rows as replays of a CUDA graph of each batch of calls: the kernels'\n"
         "                         time without the host's launch cost (ops shorter than a launch need it)\n"
+        "  --backward             time forward+backward of every op with a `backward:` (autograd through the\n"
+        "                         registry's formulas; the reference: PyTorch's op under autograd)\n"
+        "  --compile, --no-compile  torch.compile of each op's reference as a column (x compile): on by default\n"
+        "                         where a selected backend runs on CUDA; --compile on any device (runs Python)\n"
         "  --json FILE            the run's JSON (Google Benchmark's; the baseline formulas are its labels)\n"
         "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
         "                         significant regression beyond --threshold (default 5%)\n"
@@ -131,10 +141,28 @@ const std::map<std::string, Command>& commands() {
         "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`;\n"
         "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
-         "--compare-backends", "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph"},
+         "--compare-backends", "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph", "--backward",
+         "--compile", "--no-compile"},
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
          "--compare-backends", "--threshold", "--plot"},
         false, bench_command}},
+      {"tune",
+       {"backplane tune --backends a,b[,..] [--ops a,b] [--shapes all|a,b] [--dtypes ..] [--margin PCT] "
+        "[--out FILE] [--min-time S] [--max-time S] [--cuda-graph] [--json F] [common flags]",
+        "For each op two or more of the named plugins serve on one device, time each plugin's kernel over the\n"
+        "registry's bench presets and write a selection file: per op, size ranges -> plugin, with the figures\n"
+        "that decided them (docs/selection.md). Apply it with --selection FILE, BACKPLANE_SELECTION=FILE or\n"
+        "backplane.load(..., selection=FILE). Runs `python -m backplane tune`.\n"
+        "  --backends a,b         the plugins to choose among, in load order: the first serving an op keeps a\n"
+        "                         size unless another is faster by more than --margin\n"
+        "  --shapes all|a,b       the bench presets timed (default: all)\n"
+        "  --dtypes a,b           (default: float32); a size is decided over every dtype timed\n"
+        "  --margin PCT           how much faster another plugin must be to take a size (default 5)\n"
+        "  --out FILE             the selection file (default: backplane_selection.yaml)\n"
+        "  --json FILE            also keep the engine's JSON",
+        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--cuda-graph", "--json"},
+        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--json"},
+        false, tune_command}},
   };
   return all;
 }
@@ -177,7 +205,8 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     const bool common_valued =
-        arg == "--backends" || arg == "--plugin-path" || arg == "--plugin-dir" || arg == "--prefer";
+        arg == "--backends" || arg == "--plugin-path" || arg == "--plugin-dir" || arg == "--prefer" ||
+        arg == "--selection";
     const bool own = std::count(command.flags.begin(), command.flags.end(), arg) > 0;
     const bool own_valued = std::count(command.valued.begin(), command.valued.end(), arg) > 0;
     if ((common_valued || own_valued) && i + 1 >= argc) return usage_error(arg + " needs a value");
@@ -197,6 +226,14 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         return usage_error(std::string("--prefer: ") + e.what());
       }
+    } else if (arg == "--selection") {
+      const std::string file = std::filesystem::absolute(argv[++i]).string();
+      try {
+        backplane::apply_selection_file(file);
+      } catch (const std::exception& e) {
+        return usage_error(std::string("--selection: ") + e.what());
+      }
+      setenv("BACKPLANE_SELECTION", file.c_str(), 1);  // and for the programs bench and tune run
     } else if (own && arg == "--json" && !own_valued) {
       options.json = true;
     } else if (own && arg == "-v") {

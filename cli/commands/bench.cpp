@@ -23,21 +23,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path own_dir() { return command_dir().value_or("."); }
-
-// what: said after the program's name when it cannot be run.
-int exec(const std::vector<std::string>& args, const std::string& what = "") {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  std::cerr << "backplane bench: cannot run " << args[0] << what << ": " << std::strerror(errno) << "\n";
-  return kExitFailed;
-}
-
 // Google Benchmark aborts on a negative count and runs no row at 0; the engine checks
 // again (bench_options.h), this names the flag as the user wrote it.
 constexpr long kMaxRepetitions = 1000;
+
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> out;
+  std::string::size_type start = 0;
+  for (auto comma = list.find(','); ; comma = list.find(',', start)) {
+    out.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
 
 bool valid_repetitions(const std::string& text) {
   char* end = nullptr;
@@ -46,31 +44,24 @@ bool valid_repetitions(const std::string& text) {
   return !text.empty() && !*end && !errno && n >= 1 && n <= kMaxRepetitions;
 }
 
-// The interpreter of the Python installation whose site-packages holds this command's
-// package (the wheel: <site>/backplane/bin/backplane), by the POSIX layout
-// <prefix>/lib/pythonX.Y/site-packages with <prefix>/bin/pythonX.Y; empty elsewhere.
-std::string python_beside_package() {
-  std::error_code ec;
-  const fs::path package = fs::weakly_canonical(own_dir() / "..", ec);
-  if (ec || !fs::is_regular_file(package / "__init__.py", ec)) return "";
-  const fs::path version_dir = package.parent_path().parent_path();  // lib/pythonX.Y
-  const fs::path python = version_dir.parent_path().parent_path() / "bin" / version_dir.filename();
-  return fs::is_regular_file(python, ec) ? python.string() : "";
-}
-
-// The interpreter for the Python side and why it was chosen: BACKPLANE_PYTHON, else the
-// one the wheel is installed in, else the one this build was configured with
-// (BACKPLANE_BUILD_PYTHON: its torch is the one these libraries were built against), else
-// python3 on PATH.
-std::pair<std::string, std::string> python_interpreter() {
-  const char* python = std::getenv("BACKPLANE_PYTHON");
-  if (python && *python) return {python, "BACKPLANE_PYTHON"};
-  const std::string installed = python_beside_package();
-  if (!installed.empty()) return {installed, "the Python the backplane package is installed in"};
-  std::error_code ec;
-  if (fs::is_regular_file(BACKPLANE_BUILD_PYTHON, ec)) return {BACKPLANE_BUILD_PYTHON, "the Python of this build"};
-  return {"python3", std::string("python3 on PATH: BACKPLANE_PYTHON is unset and the build's Python, ") +
-                         BACKPLANE_BUILD_PYTHON + ", is not a file"};
+// Whether a backend the run selects (named, else BACKPLANE_BACKENDS, else cpu) declares
+// the CUDA dispatch key in its manifest; read without loading any.
+bool any_on_cuda(const std::string& named, const LoadOptions& load) {
+  std::string names = named;
+  if (names.empty()) {
+    const char* env = std::getenv("BACKPLANE_BACKENDS");
+    names = env && *env ? env : "cpu";
+  }
+  std::vector<BackendRecord> found;
+  try {
+    found = backends(load);
+  } catch (const std::exception&) {
+    return false;  // the engine reports what it cannot find
+  }
+  for (const auto& name : split_names(names))
+    for (const auto& r : found)
+      if (r.name == name && r.dispatch_key == "CUDA") return true;
+  return false;
 }
 
 }  // namespace
@@ -81,37 +72,26 @@ int bench_command(const Options& options) {
     for (const auto& b : *options.backends) backends += (backends.empty() ? "" : ",") + b;
   std::string ops;  // validated against the registry by the command line parser
   for (const auto& op : options.ops) ops += (ops.empty() ? "" : ",") + op;
-  // The common flags reach the engine or the Python side through the environment
-  // (the command line parser consumed them; this process is replaced by exec).
-  if (options.load.dir) {
-    const char* old = std::getenv("BACKPLANE_PLUGIN_PATH");
-    const std::string path = *options.load.dir + (old && *old ? ":" + std::string(old) : "");
-    setenv("BACKPLANE_PLUGIN_PATH", path.c_str(), 1);
-  }
-  const std::string prefer = preferences_string();
-  if (!prefer.empty()) setenv("BACKPLANE_PREFER", prefer.c_str(), 1);
-  bool python_side = false;
-  for (const auto& arg : options.rest)
+  pass_common_flags_on(options);
+  bool python_side = false, compile = false, no_compile = false;
+  for (const auto& arg : options.rest) {
     if (arg == "--compare" || arg == "--compare-backends" || arg == "--plot" || arg == "--side-by-side") python_side = true;
+    compile = compile || arg == "--compile";
+    no_compile = no_compile || arg == "--no-compile";
+  }
+  // torch.compile rows (the "x compile" column) are Python's: with --compile, and by default
+  // where a selected backend runs on CUDA.
+  if (compile || (!no_compile && any_on_cuda(backends, options.load))) python_side = true;
 
-  if (python_side) {
-    // The Python side runs the engine too. In a source checkout, its package is python/.
-    const fs::path checkout_python = own_dir() / ".." / ".." / "python";
-    if (fs::is_directory(checkout_python / "backplane")) {
-      const char* old = std::getenv("PYTHONPATH");
-      const std::string path = fs::canonical(checkout_python).string() + (old && *old ? ":" + std::string(old) : "");
-      setenv("PYTHONPATH", path.c_str(), 1);
-    }
-    const auto [python, chosen_by] = python_interpreter();
-    std::vector<std::string> args = {python, "-m", "backplane", "bench"};
+  if (python_side) {  // the Python side runs the engine too
+    std::vector<std::string> args = {"bench"};
     if (!backends.empty()) args.insert(args.end(), {"--backends", backends});
     if (!ops.empty()) args.insert(args.end(), {"--ops", ops});
     args.insert(args.end(), options.rest.begin(), options.rest.end());
-    return exec(args, " (the Python for --compare/--plot/--side-by-side, chosen as " + chosen_by +
-                          "; set BACKPLANE_PYTHON to a Python with torch)");
+    return exec_python_side("bench", args, "--compare/--plot/--side-by-side and the torch.compile rows");
   }
 
-  const fs::path engine = own_dir() / "backplane_bench";
+  const fs::path engine = command_dir().value_or(".") / "backplane_bench";
   if (!fs::exists(engine)) {
     std::cerr << "backplane bench: " << engine.string()
               << " not found: the benchmark engine is built with BACKPLANE_BUILD_BENCH=ON (Google Benchmark; "
@@ -124,11 +104,12 @@ int bench_command(const Options& options) {
   std::string repetitions = "1";  // each row samples until stable (bench/adaptive_stop.h)
   for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& flag = options.rest[i];
+    if (flag == "--no-compile") continue;  // the engine times no compiled rows
     if (flag == "--interleave") {  // the engine's flags without a value
       args.push_back("--benchmark_enable_random_interleaving=true");
       continue;
     }
-    if (flag == "--cuda-graph") {
+    if (flag == "--cuda-graph" || flag == "--backward") {
       args.push_back(flag);
       continue;
     }
@@ -153,7 +134,7 @@ int bench_command(const Options& options) {
     }
   }
   args.push_back("--benchmark_repetitions=" + repetitions);
-  return exec(args);
+  return exec_command("bench", args);
 }
 
 }  // namespace backplane::cli

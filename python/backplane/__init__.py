@@ -31,12 +31,12 @@ from backplane_plugins import add_entry_point_plugins, probe_first
 from . import fast_call, sharding
 from .plugin_python import plugin_module
 from .registry_samples import sample_call, sample_values
-from .selection import Serving, preferences, prefer, serving
+from .selection import Serving, apply_selection, preferences, prefer, selection_file, serving
 
 __all__ = [
-    "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "backends", "check",
-    "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences", "prefer",
-    "sample_call", "sample_values", "serving", "sharding", "torch_op",
+    "Backend", "BackendError", "BackendNameError", "CheckResult", "OpInfo", "Serving", "apply_selection", "backends",
+    "check", "classes", "cmake_prefix_path", "info", "lib_dir", "load", "load_package", "ops", "preferences",
+    "prefer", "sample_call", "sample_values", "selection_file", "serving", "sharding", "torch_op",
 ]
 
 
@@ -92,8 +92,12 @@ def _backend(record: dict) -> Backend:
     return Backend(**{**record, "ops": tuple(record["ops"])})
 
 
-def load(*names: str, path: str | None = None) -> list[Backend]:
+def load(*names: str, path: str | None = None, selection: str | os.PathLike | None = None) -> list[Backend]:
     """Loads backends by name ("cpu", "cuda", "npu"; "cpu,cuda" also works).
+
+    selection: a selection file (`backplane tune` writes one) to apply once they are
+    loaded: which plugin serves each op, by call size, where two serve one device
+    (apply_selection says how; in a distributed job every rank must pass the same file).
 
     Searched: the installed plugins (beside libbackplane_core.so), then `path` (a colon
     list), then BACKPLANE_PLUGIN_PATH and the plugin packages installed through the
@@ -109,6 +113,8 @@ def load(*names: str, path: str | None = None) -> list[Backend]:
         rows = core().ops()  # a plugin's own ops are defined by now
         fast_call.install(rows)
         sharding.install(rows)
+    if selection is not None:
+        apply_selection(selection)
     return loaded
 
 

@@ -1,5 +1,5 @@
-"""python -m backplane list|ops|bench: the same views as the C++ `backplane` command
-(bench: see backplane.bench)."""
+"""python -m backplane list|ops|bench|tune: the same views as the C++ `backplane` command
+(bench: see backplane.bench; tune: backplane.tuning)."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +14,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import bench
 
         return bench.main(argv[1:])
+    if argv[:1] == ["tune"]:
+        from . import tuning
+
+        return tuning.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m backplane")
     parser.add_argument("command", choices=["list", "ops"])
     parser.add_argument("--backends", default="", help="load these first (comma separated)")

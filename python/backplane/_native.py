@@ -111,6 +111,7 @@ class _Core:
             "backplane_c_hold_preference": [ctypes.c_char_p, ctypes.c_char_p, out],
             "backplane_c_release_preference": [ctypes.c_uint64, ctypes.c_int, out],
             "backplane_c_serving": [out],
+            "backplane_c_apply_selection": [ctypes.c_char_p, out],
             "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, out],
         }.items():
             fn = getattr(self._lib, name)
@@ -162,6 +163,9 @@ class _Core:
 
     def serving(self):
         return self._call("backplane_c_serving")
+
+    def apply_selection(self, path: str) -> str:
+        return self._call("backplane_c_apply_selection", path.encode())
 
     def check(self, backend: str, ops: str):
         return self._call("backplane_c_check", backend.encode(), ops.encode())

@@ -14,7 +14,8 @@ COMMANDS = ["list", "ops", "check", "run"]
 
 
 def cli(*args, **env):
-    full_env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER")}
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER", "BACKPLANE_SELECTION")}
     full_env.update(env)
     return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env=full_env, timeout=300)
 
@@ -90,7 +91,7 @@ def test_check_reports_a_partial_backend_one_line_per_missing_op():
     r = cli("check", "--backends", "cpu_alt", "--plugin-dir", str(FIXTURES))
     lines = r.stdout.splitlines()
     missing = [line for line in lines if "not implemented on cpu_alt" in line]
-    implemented = {"identity_conv"}
+    implemented = {"identity_conv", "add"}
     assert len(missing) == len(json.loads(cli("ops", "--json", "--backends", "none").stdout)["ops"]) - len(implemented)
     # cpu_alt's identity_conv returns -x: reported, one line per failure shown, detail capped.
     assert r.returncode == 1
@@ -163,8 +164,8 @@ def test_list_and_ops_report_what_each_plugin_registered():
     assert r.returncode == 0, r.stderr
     cells = [(c["backend"], c["implemented"]) for row in json.loads(r.stdout)["ops"] for c in row["backends"]]
     assert ("init_exits", True) not in cells and ("cpu", True) in cells
-    # cpu_alt registers identity_conv through the core, beside cpu: that op alone is its.
+    # cpu_alt registers identity_conv and add through the core, beside cpu: those ops alone are its.
     alt = cli("ops", "--json", "--backends", "cpu,cpu_alt", "--plugin-dir", str(FIXTURES))
     implemented = [row["op"] for row in json.loads(alt.stdout)["ops"] for c in row["backends"]
                    if c["backend"] == "cpu_alt" and c["implemented"]]
-    assert implemented == ["identity_conv"]
+    assert sorted(implemented) == ["add", "identity_conv"]

@@ -73,7 +73,7 @@ def test_check_runs_the_named_plugin_even_when_another_serves():
 alt = {r.outcome for r in backplane.check("cpu_alt", ["identity_conv"])}
 assert "failed" in alt, alt  # cpu_alt's -x is checked, not cpu's kernel
 assert {r.outcome for r in backplane.check("cpu", ["identity_conv"])} <= {"passed", "skipped"}
-(missing,) = backplane.check("cpu_alt", ["add"])
+(missing,) = backplane.check("cpu_alt", ["mul"])
 assert (missing.outcome, missing.detail) == ("not implemented", "not implemented on cpu_alt")
 assert torch.equal(ident(x), x), "check leaves the preferences as they were"
 """)

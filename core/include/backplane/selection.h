@@ -9,10 +9,11 @@
 // through the dispatcher on every call).
 //
 // The rule: the first plugin in the op's preference list that offers a kernel for the
-// key; else the first in the preference for "*" (every op); else the plugin loaded
-// first. Preferences come from prefer() (C++), backplane.prefer() (Python, also a
-// context manager), `--prefer` on the CLI, and BACKPLANE_PREFER, read when the core
-// loads: "rms_norm:cuda_alt,cuda;*:cpu" (op:plugin[,plugin...], ';' between ops).
+// key; else the selection file's plugin for the call's size (selection_file.h); else the
+// first in the preference for "*" (every op); else the plugin loaded first.
+// Preferences come from prefer() (C++), backplane.prefer() (Python, also a context
+// manager), `--prefer` on the CLI, and BACKPLANE_PREFER, read when the core loads:
+// "rms_norm:cuda_alt,cuda;*:cpu" (op:plugin[,plugin...], ';' between ops).
 //
 // Preferences are process-wide, and per op the newest still in force applies. prefer()
 // sets one for good. A scope (ScopedPreference, Python's `with backplane.prefer(...)`)
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <backplane/export.h>
+#include <backplane/selection_file.h>
 
 #include <cstdint>
 #include <map>
@@ -65,7 +67,10 @@ struct ServingRecord {
   std::string dispatch_key;              // "CPU"
   std::vector<std::string> offered_by;   // plugins with a kernel for it, in load order
   std::string serving;                   // the plugin the dispatcher reaches now
-  std::string why;                       // "only offer", "preferred (BACKPLANE_PREFER)", "loaded first"
+  std::string why;                       // "only offer", "preferred for add", "loaded first",
+                                         // "selection file F, bucket 1 (0 to 65536 elements): cpu_alt; ..."
+  std::vector<SizeBucket> buckets;       // a selection file's split by size (serving: "cpu_alt<=65536,cpu");
+                                         // empty when one plugin serves every size
 };
 
 // Every (op, key) some loaded plugin serves. A record with more than one offer is a

@@ -9,6 +9,7 @@
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
 #include <backplane/selection.h>
+#include <backplane/selection_file.h>
 
 #include <backplane/json_writer.h>
 
@@ -316,7 +317,20 @@ __attribute__((visibility("default"))) int backplane_c_serving(char** out) {
     return backplane::json::Object()
         .raw("serving", backplane::json::array(rows))
         .str("preferences", backplane::preferences_string())
+        .str("selection_file", backplane::selection_file())
         .done();
+  });
+}
+
+// Applies a selection file (selection_file.h); "" clears it. *out is the serving JSON's
+// "selection_file" then; 3: a file that cannot be read or is not a selection file.
+__attribute__((visibility("default"))) int backplane_c_apply_selection(const char* path, char** out) {
+  return backplane::guarded_input(out, [&] {
+    if (*path == '\0')
+      backplane::clear_selection_file();
+    else
+      backplane::apply_selection_file(path);
+    return backplane::json::quote(backplane::selection_file());
   });
 }
 

@@ -103,12 +103,19 @@ std::string backend_record(const BackendRecord& r) {
 }
 
 std::string serving_record(const ServingRecord& s) {
+  std::vector<std::string> buckets;  // [{"up_to": 65536, "plugin": "cpu_alt"}, {"up_to": null, ...}]
+  for (std::size_t i = 0; i < s.buckets.size(); ++i)
+    buckets.push_back(Object()
+                          .raw("up_to", i + 1 < s.buckets.size() ? std::to_string(s.buckets[i].up_to) : "null")
+                          .str("plugin", s.buckets[i].plugin)
+                          .done());
   return Object()
       .str("op", s.op)
       .str("dispatch_key", s.dispatch_key)
       .str("serving", s.serving)
       .str("why", s.why)
       .raw("offered_by", list(s.offered_by))
+      .raw("buckets", array(buckets))
       .done();
 }
 

@@ -2,6 +2,7 @@
 #include <backplane/kernel.h>
 #include <backplane/loader.h>
 #include <backplane/selection.h>
+#include <backplane/selection_file.h>
 
 #include "plugins/plugin_loading.h"
 
@@ -14,6 +15,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
@@ -28,25 +30,63 @@ struct Offer {
   c10::KernelFunction kernel;
 };
 
+// What the selector calls: one kernel, or one per size bucket of a selection file
+// (ascending up_to; the last takes every larger call).
+struct Choice {
+  std::vector<std::pair<std::int64_t, const c10::KernelFunction*>> by_size;
+  bool operator==(const Choice&) const = default;
+};
+
 struct Slot {
   std::string op;       // its id: "add", "acme::fused_gelu"
   std::string ns, op_name;  // "acme", "fused_gelu"
   c10::DispatchKey key;
   std::list<Offer> offers;  // a list: `chosen` points into it
   std::list<Offer> retired;  // offers of plugins that failed after dlopen (withdraw)
-  std::atomic<const c10::KernelFunction*> chosen{nullptr};
+  // Every distinct choice made so far, never freed: a selector on another thread may be
+  // reading the one `chosen` pointed at a moment ago. Distinct: a preference scope
+  // entered in a loop reuses the same few.
+  std::list<Choice> choices;
+  std::atomic<const Choice*> chosen{nullptr};
   std::string serving, why;
+  std::vector<SizeBucket> buckets;  // a selection file's split, neighbours of one plugin merged; else empty
   std::unique_ptr<torch::Library> selector;  // once two plugins offer this (op, key)
   bool warned = false;
 };
 
+// The element count of the largest Tensor among the call's arguments (the top of the
+// stack): a selection file's size. Tensor lists count their largest element.
+std::int64_t call_size(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const std::size_t args = std::min(op.schema().arguments().size(), stack.size());
+  std::int64_t largest = 0;
+  for (std::size_t i = stack.size() - args; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      largest = std::max(largest, v.toTensor().numel());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList().vec()) largest = std::max(largest, t.numel());
+    }
+  }
+  return largest;
+}
+
 // The kernel the dispatcher reaches for an (op, key) two plugins offer: calls the
-// chosen plugin's kernel.
+// chosen plugin's kernel, by the call's size where a selection file splits it.
 class Selector final : public c10::OperatorKernel {
  public:
   explicit Selector(const Slot* slot) : slot_(slot) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-    slot_->chosen.load(std::memory_order_acquire)->callBoxed(op, keys, stack);
+    const Choice* choice = slot_->chosen.load(std::memory_order_acquire);
+    const c10::KernelFunction* kernel = choice->by_size.back().second;
+    if (choice->by_size.size() > 1) {
+      const std::int64_t size = call_size(op, *stack);
+      for (const auto& [up_to, k] : choice->by_size)
+        if (size <= up_to) {
+          kernel = k;
+          break;
+        }
+    }
+    kernel->callBoxed(op, keys, stack);
   }
 
  private:
@@ -194,12 +234,25 @@ class Selection {
     choose_all();
   }
 
+  void set_file(const std::string& path, const std::vector<SelectionRule>& rules) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    file_rules_.clear();
+    for (const auto& r : rules) file_rules_[{r.op, r.dispatch_key}] = r.buckets;
+    file_path_ = path;
+    choose_all();
+  }
+
+  std::string file() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return file_path_;
+  }
+
   std::vector<ServingRecord> records() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::vector<ServingRecord> out;
     for (const auto& [_, slot] : slots_) {
       if (slot->offers.empty()) continue;  // its only plugin failed after dlopen
-      ServingRecord r{slot->op, c10::toString(slot->key), {}, slot->serving, slot->why};
+      ServingRecord r{slot->op, c10::toString(slot->key), {}, slot->serving, slot->why, slot->buckets};
       for (const auto& o : slot->offers) r.offered_by.push_back(o.plugin);
       out.push_back(std::move(r));
     }
@@ -226,28 +279,81 @@ class Selection {
       if (!slot->offers.empty()) choose(*slot);
   }
 
+  // Without a selection file: the op's own preference, then the one for every op ("*"),
+  // then the plugin loaded first. A selection file's rule sits between the first two.
   void choose(Slot& slot) {
+    auto offer_of = [&](const std::string& name) -> const Offer* {
+      for (const auto& o : slot.offers)
+        if (o.plugin == name) return &o;
+      return nullptr;
+    };
     auto pick = [&](const std::string& list_key) -> const Offer* {
       auto it = prefs_.find(list_key);
       if (it == prefs_.end()) return nullptr;
       for (const auto& name : it->second.back().plugins)
-        for (const auto& o : slot.offers)
-          if (o.plugin == name) return &o;
+        if (const Offer* o = offer_of(name)) return o;
       return nullptr;
     };
-    const Offer* chosen = pick(slot.op);
-    std::string why = "preferred for " + slot.op;
-    if (!chosen) {
-      chosen = pick("*");
-      why = "preferred for every op (*)";
+    const Offer* own = pick(slot.op);
+    const Offer* fallback = own;
+    std::string fallback_why = "preferred for " + slot.op;
+    if (!fallback) {
+      fallback = pick("*");
+      fallback_why = "preferred for every op (*)";
     }
-    if (!chosen) {
-      chosen = &slot.offers.front();
-      why = slot.offers.size() == 1 ? "only offer" : "loaded first";
+    if (!fallback) {
+      fallback = &slot.offers.front();
+      fallback_why = slot.offers.size() == 1 ? "only offer" : "loaded first";
     }
-    slot.serving = chosen->plugin;
-    slot.why = why;
-    slot.chosen.store(&chosen->kernel, std::memory_order_release);
+    Choice choice;
+    slot.buckets.clear();
+    const auto rule = own ? file_rules_.end() : file_rules_.find({slot.op, c10::toString(slot.key)});
+    if (rule == file_rules_.end()) {
+      choice.by_size = {{std::numeric_limits<std::int64_t>::max(), &fallback->kernel}};
+      slot.serving = fallback->plugin;
+      slot.why = fallback_why;
+    } else {
+      slot.why = "selection file " + file_path_;
+      std::int64_t from = 0;
+      for (std::size_t i = 0; i < rule->second.size(); ++i) {
+        const SizeBucket& bucket = rule->second[i];
+        const Offer* offer = offer_of(bucket.plugin);
+        const bool last = i + 1 == rule->second.size();
+        slot.why += (i ? "; bucket " : ", bucket ") + std::to_string(i + 1) + " (" +
+                    (last ? (i ? "more than " + std::to_string(from - 1) : std::string("every size"))
+                          : std::to_string(from) + " to " + std::to_string(bucket.up_to)) +
+                    " elements): " + (offer ? offer->plugin : fallback->plugin);
+        if (!offer) {
+          offer = fallback;
+          slot.why += " ('" + bucket.plugin + "' does not serve it here; " + fallback_why + ")";
+        }
+        // Neighbouring buckets of one plugin are one range to the selector.
+        if (!choice.by_size.empty() && choice.by_size.back().second == &offer->kernel) {
+          choice.by_size.back().first = bucket.up_to;
+          slot.buckets.back().up_to = bucket.up_to;
+        } else {
+          choice.by_size.push_back({bucket.up_to, &offer->kernel});
+          slot.buckets.push_back({bucket.up_to, offer->plugin});
+        }
+        from = bucket.up_to + 1;
+      }
+      slot.serving = bucketed_serving(slot.buckets);
+      if (slot.buckets.size() == 1) slot.buckets.clear();  // one plugin for every size: no split to report
+    }
+    auto found = std::find(slot.choices.begin(), slot.choices.end(), choice);
+    if (found == slot.choices.end()) found = slot.choices.insert(slot.choices.end(), std::move(choice));
+    slot.chosen.store(&*found, std::memory_order_release);
+  }
+
+  // "cpu_alt<=65536,cpu": each plugin with the largest size it takes; no spaces, so a
+  // package's record (op dispatch_key plugin) keeps one word for it.
+  static std::string bucketed_serving(const std::vector<SizeBucket>& buckets) {
+    std::string out;
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      out += (i ? "," : "") + buckets[i].plugin;
+      if (i + 1 < buckets.size()) out += "<=" + std::to_string(buckets[i].up_to);
+    }
+    return out;
   }
 
   std::recursive_mutex mutex_;
@@ -261,6 +367,9 @@ class Selection {
   // (scopes on several threads), so each is found by its token, not by its place.
   std::map<std::string, std::vector<Held>> prefs_;
   std::uint64_t next_token_ = 1;
+  // The selection file in force (selection_file.h): (op id, dispatch key) -> buckets.
+  std::map<std::pair<std::string, std::string>, std::vector<SizeBucket>> file_rules_;
+  std::string file_path_;
 };
 
 std::string join(const std::vector<std::string>& names) {
@@ -345,6 +454,19 @@ const bool env_applied = [] {
   return true;
 }();
 
+// BACKPLANE_SELECTION (a selection file) likewise; read after BACKPLANE_PREFER, whose
+// preference for an op overrides the file's rule for it wherever they meet.
+const bool selection_env_applied = [] {
+  const char* env = std::getenv("BACKPLANE_SELECTION");
+  if (env == nullptr || *env == '\0') return false;
+  try {
+    apply_selection_file(env);
+  } catch (const std::exception& e) {
+    TORCH_WARN("backplane: ignoring BACKPLANE_SELECTION: ", e.what());
+  }
+  return true;
+}();
+
 }  // namespace
 
 namespace detail {
@@ -395,5 +517,11 @@ std::string serving_plugin(const std::string& op, const std::string& dispatch_ke
     if (r.op == op && r.dispatch_key == dispatch_key) return r.serving;
   return "";
 }
+
+void apply_selection_file(const std::string& path) { Selection::get().set_file(path, read_selection_file(path)); }
+
+void clear_selection_file() { Selection::get().set_file("", {}); }
+
+std::string selection_file() { return Selection::get().file(); }
 
 }  // namespace backplane

@@ -1,0 +1,142 @@
+// Reading a selection file (selection_file.h): every mistake is refused with its place,
+// what was expected and what was found, before anything is applied.
+#include <backplane/loader.h>
+#include <backplane/registry.h>
+#include <backplane/selection_file.h>
+
+#include "registry/yaml_location.h"
+#include "registry/yaml_strict.h"
+
+#include <c10/core/DispatchKey.h>
+#include <c10/util/Exception.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace backplane {
+namespace {
+
+constexpr int kSelectionVersion = 1;
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const {
+    throw std::invalid_argument(detail::at(path_, node).str() + ": " + what);
+  }
+
+  void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& what) const {
+    if (!map.IsMap()) fail(map, what + ": expected a mapping, found " + detail::kind_name(map));
+    if (auto problem = detail::find_unknown_key(map, allowed, what)) fail(problem->node, problem->message);
+  }
+
+  std::string scalar(const YAML::Node& map, const char* key, const std::string& what) const {
+    const YAML::Node value = map[key];
+    if (!value) fail(map, what + ": missing '" + key + "'");
+    if (!value.IsScalar()) fail(value, what + ": '" + key + "' must be a scalar, found " + detail::kind_name(value));
+    return value.Scalar();
+  }
+
+  std::vector<SelectionRule> document(const YAML::Node& root) const {
+    if (auto problem = detail::find_duplicate_key(root)) fail(problem->node, problem->message);
+    check_keys(root, {"backplane_selection", "made_by", "ops"}, "selection file");
+    const YAML::Node version = root["backplane_selection"];
+    if (!version) fail(root, "not a selection file: expected 'backplane_selection: 1' at the top");
+    if (!version.IsScalar() || version.Scalar() != std::to_string(kSelectionVersion))
+      fail(version, "backplane_selection: expected version " + std::to_string(kSelectionVersion) + ", found " +
+                        (version.IsScalar() ? "'" + version.Scalar() + "'" : detail::kind_name(version)));
+    const YAML::Node ops = root["ops"];
+    if (!ops) fail(root, "selection file: missing 'ops' (a list of {op, dispatch_key, buckets})");
+    if (!ops.IsSequence()) fail(ops, std::string("ops: expected a list, found ") + detail::kind_name(ops));
+    std::vector<SelectionRule> rules;
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const YAML::Node& entry : ops) {
+      SelectionRule rule = this->rule(entry);
+      if (!seen.emplace(rule.op, rule.dispatch_key).second)
+        fail(entry, "op '" + rule.op + "' on " + rule.dispatch_key + " appears twice in the file");
+      rules.push_back(std::move(rule));
+    }
+    return rules;
+  }
+
+ private:
+  SelectionRule rule(const YAML::Node& entry) const {
+    check_keys(entry, {"op", "dispatch_key", "buckets"}, "ops entry");
+    SelectionRule rule;
+    const std::string op = scalar(entry, "op", "ops entry");
+    if (const OpDef* def = find_op_def(op))
+      rule.op = def->id();
+    else if (op.find("::") != std::string::npos && op.rfind(std::string(kNamespace) + "::", 0) != 0)
+      rule.op = op;  // a plugin's own op, defined once its plugin loads (as preferences keep it)
+    else
+      fail(entry["op"], "no op '" + op + "' in the registry or a loaded plugin's fragment");
+    rule.dispatch_key = scalar(entry, "dispatch_key", "ops entry");
+    try {
+      c10::parseDispatchKey(rule.dispatch_key);
+    } catch (const c10::Error&) {
+      fail(entry["dispatch_key"], "dispatch_key: expected a dispatch key such as CPU, CUDA or PrivateUse1, found '" +
+                                      rule.dispatch_key + "'");
+    }
+    const YAML::Node buckets = entry["buckets"];
+    if (!buckets) fail(entry, "op '" + rule.op + "': missing 'buckets'");
+    if (!buckets.IsSequence() || buckets.size() == 0)
+      fail(buckets, "op '" + rule.op + "': buckets: expected a list of at least one {up_to, plugin}, found " +
+                        (buckets.IsSequence() ? std::string("an empty list") : detail::kind_name(buckets)));
+    for (std::size_t i = 0; i < buckets.size(); ++i) rule.buckets.push_back(bucket(buckets[i], rule, i + 1 == buckets.size()));
+    return rule;
+  }
+
+  SizeBucket bucket(const YAML::Node& node, const SelectionRule& rule, bool last) const {
+    const std::string what = "op '" + rule.op + "', bucket " + std::to_string(rule.buckets.size() + 1);
+    check_keys(node, {"up_to", "plugin", "measured"}, what);
+    SizeBucket b;
+    b.plugin = scalar(node, "plugin", what);
+    if (!is_valid_backend_name(b.plugin))
+      fail(node["plugin"], what + ": '" + b.plugin + "' is not a plugin name (a plain identifier)");
+    const YAML::Node up_to = node["up_to"];
+    if (last) {
+      if (up_to) fail(up_to, what + ": the last bucket takes every larger call; it has no 'up_to'");
+      return b;
+    }
+    if (!up_to) fail(node, what + ": missing 'up_to' (elements of the largest Tensor argument); only the last bucket "
+                                  "has none");
+    std::int64_t limit = -1;
+    if (up_to.IsScalar()) {
+      std::istringstream in(up_to.Scalar());
+      in >> limit;
+      if (!in || !in.eof()) limit = -1;
+    }
+    if (limit < 0)
+      fail(up_to, what + ": up_to: expected a whole number of elements >= 0, found " +
+                      (up_to.IsScalar() ? "'" + up_to.Scalar() + "'" : detail::kind_name(up_to)));
+    if (!rule.buckets.empty() && limit <= rule.buckets.back().up_to)
+      fail(up_to, what + ": up_to " + std::to_string(limit) + " must exceed the bucket before it (" +
+                      std::to_string(rule.buckets.back().up_to) + ")");
+    b.up_to = limit;
+    return b;
+  }
+
+  std::string path_;
+};
+
+}  // namespace
+
+std::vector<SelectionRule> read_selection_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot read the selection file");
+  std::stringstream text;
+  text << in.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.str());
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                                ": not YAML: " + e.msg);
+  }
+  return Reader(path).document(root);
+}
+
+}  // namespace backplane

@@ -1,0 +1,205 @@
+"""Selection files (core/include/backplane/selection_file.h): which plugin serves an op by
+the call's size. Two CPU plugins: cpu and the fixture cpu_alt, whose identity_conv returns
+-x, so each call says which plugin served it. Routing runs in child processes, so this
+session's plugins and choices stay as they are."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import backplane
+
+REPO = Path(__file__).resolve().parents[2]
+BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
+FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
+
+SPLIT = """\
+backplane_selection: 1
+made_by: {command: "written by hand"}
+ops:
+  - op: identity_conv
+    dispatch_key: CPU
+    buckets:
+      - {up_to: 100, plugin: cpu_alt, measured: [{preset: small, median_us: {cpu: 2.0, cpu_alt: 1.0}}]}
+      - {plugin: cpu}
+"""
+
+
+def _file(tmp_path, text, name="selection.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _child(code, **env):
+    full = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
+                                                              "BACKPLANE_SELECTION")}
+    full.update(PYTHONPATH=str(REPO / "python"), **env)
+    prelude = textwrap.dedent(f"""
+        import warnings, torch, backplane
+        warnings.simplefilter("ignore")
+        backplane.load("cpu")
+        ident = torch.ops.backplane.identity_conv
+        small, large = torch.randn(100), torch.randn(101)
+        def served(x):
+            y = ident(x)
+            return "cpu_alt" if torch.equal(y, -x) else "cpu" if torch.equal(y, x) else "wrong"
+        FIXTURES = {str(FIXTURES)!r}
+    """)
+    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                       env=full, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def test_calls_are_served_by_size_and_serving_says_which_bucket(tmp_path):
+    path = _file(tmp_path, SPLIT)
+    _child(f"""
+        backplane.load("cpu_alt", path=FIXTURES, selection={str(path)!r})
+        assert (served(small), served(large)) == ("cpu_alt", "cpu")
+        assert served(torch.randn(10, 10)) == "cpu_alt", "100 elements: the first bucket's last size"
+        (s,) = [s for s in backplane.serving() if s.op == "identity_conv"]
+        assert s.serving == "cpu_alt<=100,cpu", s
+        assert s.buckets == ((100, "cpu_alt"), (None, "cpu")), s
+        assert s.why == ("selection file {path}, bucket 1 (0 to 100 elements): cpu_alt; "
+                         "bucket 2 (more than 100 elements): cpu"), s.why
+        assert backplane.selection_file() == {str(path)!r}
+        # A preference for the op itself wins over the file; the file applies again after it.
+        with backplane.prefer("identity_conv", "cpu"):
+            assert served(small) == "cpu"
+        assert served(small) == "cpu_alt"
+        # A preference for every op does not.
+        with backplane.prefer("*", "cpu"):
+            assert served(small) == "cpu_alt"
+        backplane.apply_selection(None)
+        assert (served(small), served(large), backplane.selection_file()) == ("cpu", "cpu", "")
+    """)
+
+
+@pytest.mark.slow
+def test_compiled_code_follows_the_size_rule(tmp_path):
+    path = _file(tmp_path, SPLIT)
+    _child(f"""
+        backplane.load("cpu_alt", path=FIXTURES, selection={str(path)!r})
+        f = torch.compile(lambda t: ident(t) * 2, fullgraph=True, dynamic=True)
+        assert torch.equal(f(small), -2 * small) and torch.equal(f(large), 2 * large)
+    """, TORCHINDUCTOR_VEC_ISA_OK="1")
+
+
+def test_environment_variable_and_a_plugin_missing_here(tmp_path):
+    path = _file(tmp_path, SPLIT.replace("plugin: cpu}", "plugin: gone}"))
+    out = _child("""
+        backplane.load("cpu_alt", path=FIXTURES)
+        assert (served(small), served(large)) == ("cpu_alt", "cpu")
+        (s,) = [s for s in backplane.serving() if s.op == "identity_conv"]
+        print(s.why)
+    """, BACKPLANE_SELECTION=str(path))
+    assert "bucket 2 (more than 100 elements): cpu ('gone' does not serve it here; loaded first)" in out
+
+
+def test_a_bad_environment_file_is_a_warning_not_a_crash(tmp_path):
+    path = _file(tmp_path, "backplane_selection: 2\nops: []\n")
+    full = {**os.environ, "PYTHONPATH": str(REPO / "python"), "BACKPLANE_SELECTION": str(path)}
+    r = subprocess.run([sys.executable, "-c", "import backplane; print(repr(backplane.selection_file()))"],
+                       capture_output=True, text=True, env=full, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "''", r.stderr[-2000:]
+    assert f"ignoring BACKPLANE_SELECTION: {path}:1:22: backplane_selection: expected version 1, found '2'" in r.stderr
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("ops: []\n", "1:1", "not a selection file: expected 'backplane_selection: 1' at the top"),
+    ("backplane_selection: 1\nops: []\nextra: 1\n", "3:1", "unknown selection file key 'extra'"),
+    ("backplane_selection: 1\n", "1:1", "selection file: missing 'ops'"),
+    ("backplane_selection: 1\nops: {}\n", "2:6", "ops: expected a list, found a mapping"),
+    ("backplane_selection: 1\nops:\n  - {op: nosuch, dispatch_key: CPU, buckets: [{plugin: cpu}]}\n", "3:10",
+     "no op 'nosuch' in the registry or a loaded plugin's fragment"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: GPU, buckets: [{plugin: cpu}]}\n", "3:29",
+     "dispatch_key: expected a dispatch key such as CPU, CUDA or PrivateUse1, found 'GPU'"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: []}\n", "3:43",
+     "op 'add': buckets: expected a list of at least one {up_to, plugin}, found an empty list"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: [{plugin: a}, {plugin: b}]}\n",
+     "3:44", "op 'add', bucket 1: missing 'up_to'"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: [{up_to: 5, plugin: a}]}\n",
+     "3:52", "op 'add', bucket 1: the last bucket takes every larger call; it has no 'up_to'"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: [{up_to: 9, plugin: a}, "
+     "{up_to: 9, plugin: b}, {plugin: c}]}\n", "3:75", "op 'add', bucket 2: up_to 9 must exceed the bucket before it (9)"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: [{up_to: -1, plugin: a}, {plugin: b}]}\n",
+     "3:52", "up_to: expected a whole number of elements >= 0, found '-1'"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: [{plugin: 'a b'}]}\n", "3:53",
+     "'a b' is not a plugin name (a plain identifier)"),
+    ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: [{plugin: a}]}\n"
+     "  - {op: backplane::add, dispatch_key: CPU, buckets: [{plugin: b}]}\n", "4:5",
+     "op 'add' on CPU appears twice in the file"),
+    ("backplane_selection: 1\nops: [\n", "3:1", "not YAML"),
+])
+def test_mistakes_are_refused_with_their_place(tmp_path, text, where, message):
+    path = _file(tmp_path, text)
+    before = backplane.selection_file()
+    with pytest.raises(ValueError) as caught:
+        backplane.apply_selection(path)
+    assert str(caught.value).startswith(f"{os.path.abspath(path)}:{where}: "), str(caught.value)
+    assert message in str(caught.value)
+    assert backplane.selection_file() == before, "a refused file changes nothing"
+
+
+def test_an_unreadable_file_is_named(tmp_path):
+    with pytest.raises(ValueError, match="cannot read the selection file"):
+        backplane.apply_selection(tmp_path / "absent.yaml")
+
+
+def _cli(*args, **env):
+    full = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
+                                                              "BACKPLANE_SELECTION")}
+    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env={**full, **env}, timeout=300)
+
+
+def test_the_command_applies_a_file_and_refuses_a_bad_one(tmp_path):
+    path = _file(tmp_path, SPLIT)
+    args = ["ops", "--backends", "cpu,cpu_alt", "--plugin-dir", str(FIXTURES)]
+    r = _cli(*args, "--selection", str(path))
+    assert r.returncode == 0, r.stderr
+    assert any("identity_conv" in line and f"cpu_alt<=100,cpu (selection file {path}, bucket 1" in line
+               for line in r.stdout.splitlines()), r.stdout
+    data = json.loads(_cli(*args, "--json", "--selection", str(path)).stdout)
+    served = next(s for s in data["serving"] if s["op"] == "identity_conv")
+    assert served["buckets"] == [{"up_to": 100, "plugin": "cpu_alt"}, {"up_to": None, "plugin": "cpu"}]
+    r = _cli(*args, "--selection", str(tmp_path / "absent.yaml"))
+    assert r.returncode == 2 and "--selection: " in r.stderr and "cannot read the selection file" in r.stderr
+
+
+AGREEMENT = """
+import os, sys, torch, torch.distributed as dist, backplane
+rank = int(sys.argv[1])
+dist.init_process_group("gloo", init_method=f"file://{sys.argv[2]}", rank=rank, world_size=2)
+try:
+    backplane.apply_selection(sys.argv[3 + rank])
+    print("applied", backplane.selection_file())
+except ValueError as e:
+    print("refused", e)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="two gloo processes: Linux only here")
+@pytest.mark.parametrize("same", [True, False])
+def test_every_rank_of_a_job_applies_the_same_file(tmp_path, same):
+    first = _file(tmp_path, SPLIT, "first.yaml")
+    second = _file(tmp_path, SPLIT if same else SPLIT.replace("up_to: 100", "up_to: 200"), "second.yaml")
+    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_SELECTION")}
+    env.update(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="cpu", NCCL_NVLS_ENABLE="0",
+               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    store = tmp_path / "store"
+    ranks = [subprocess.Popen([sys.executable, "-c", AGREEMENT, str(r), str(store), str(first), str(second)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for r in (0, 1)]
+    outs = [p.communicate(timeout=300) for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), [o[1][-2000:] for o in outs]
+    if same:
+        assert [o[0].split()[0] for o in outs] == ["applied", "applied"]
+    else:
+        for out, _ in outs:
+            assert out.startswith("refused"), out
+            assert "the ranks of this job read different files (ranks [0]: " in out and "ranks [1]: " in out
