@@ -594,14 +594,20 @@ def test_each_row_samples_between_the_minimum_and_maximum_time(tmp_path):
 
 def test_reference_and_copy_rows_are_timed_once_per_device(tmp_path):
     env = {**os.environ, "BACKPLANE_PLUGIN_PATH": str(FIXTURES)}
-    _, results = _engine_json(tmp_path, "--backends=cpu,cpu_alt", "--ops=identity_conv", "--min-time=0.01",
-                              "--max-time=0.02", env=env)
-    assert sorted((r.backend, r.impl) for r in bench.rows(results)) == [
+    _, results = _engine_json(tmp_path, "--backends=cpu,cpu_alt", "--ops=add,identity_conv", "--shapes=4K_elements,1M_elements",
+                              "--min-time=0.01", "--max-time=0.02", env=env)
+    add = [r for r in bench.rows(results) if r.op == "add" and r.shape == "4K_elements"]
+    assert sorted((r.backend, r.impl) for r in add) == [
         ("cpu", "backplane"), ("cpu", "copy_"), ("cpu", "reference"), ("cpu_alt", "backplane")]
     assert results["context"]["shared_rows.cpu_alt"] == "cpu" and "shared_rows.cpu" not in results["context"]
-    (reference,) = [r for r in bench.rows(results) if r.impl == "reference"]
+    (reference,) = [r for r in add if r.impl == "reference"]
     for line in bench.table(results):  # each backend against the device's one reference and copy_
-        assert line["vs_reference"] == pytest.approx(reference.median_us / line["median_us"]) and line["pct_copy"]
+        if line["op"] == "add" and line["shape"] == "4K_elements":
+            assert line["vs_reference"] == pytest.approx(reference.median_us / line["median_us"]) and line["pct_copy"]
+    # Each backplane row runs its own plugin's kernel, not the one the core chose for the
+    # device: cpu_alt's identity_conv (-x) fails its check; cpu's, loaded first, passes.
+    ident = {r.backend: r for r in bench.rows(results) if r.op == "identity_conv" and r.impl == "backplane"}
+    assert "wrong result against the reference" in ident["cpu_alt"].error and not ident["cpu"].error
 
 
 def test_one_preset_per_op_by_default_and_all_for_the_sweep(tmp_path):
