@@ -335,7 +335,7 @@ class Selection {
           choice.by_size.push_back({bucket.up_to, &offer->kernel});
           slot.buckets.push_back({bucket.up_to, offer->plugin});
         }
-        from = bucket.up_to + 1;
+        if (!last) from = bucket.up_to + 1;  // the last bucket's up_to is the largest int64
       }
       slot.serving = bucketed_serving(slot.buckets);
       if (slot.buckets.size() == 1) slot.buckets.clear();  // one plugin for every size: no split to report
