@@ -75,6 +75,36 @@ TEST(Manifest, IncompatibilitiesNameBothSides) {
   EXPECT_EQ(manifest_incompatibility(good, "gpu"), "manifest names backend 'cpu', expected 'gpu'");
 }
 
+// A stable-ABI plugin (torch/csrc/stable only) runs under the torch it targets or any later.
+TEST(Manifest, StableAbiPluginsRunUnderTheirTargetTorchOrLater) {
+  Manifest m = read_manifest(cpu_manifest_path());
+  m.torch_abi = "stable";
+  const auto [major, minor] = *major_minor(torch_major_minor());
+  m.torch_version = std::to_string(major) + "." + std::to_string(minor - 1);
+  EXPECT_EQ(manifest_incompatibility(m, "cpu"), std::nullopt);
+  m.torch_version = torch_major_minor();
+  EXPECT_EQ(manifest_incompatibility(m, "cpu"), std::nullopt);
+  m.cxx11_abi = !m.cxx11_abi;  // only C functions cross the stable ABI
+  EXPECT_EQ(manifest_incompatibility(m, "cpu"), std::nullopt);
+  m.torch_version = std::to_string(major) + "." + std::to_string(minor + 1);
+  EXPECT_EQ(manifest_incompatibility(m, "cpu"),
+            "built on torch's stable ABI for torch " + m.torch_version + " and later, this process runs torch " +
+                torch_major_minor() + ", which is older");
+  m.torch_version = std::to_string(major + 1) + ".0";
+  EXPECT_NE(manifest_incompatibility(m, "cpu"), std::nullopt) << "a later major version is later too";
+  // Written and read back; a full-ABI manifest does not mention it.
+  const TempManifest file(manifest_to_yaml(m));
+  EXPECT_EQ(read_manifest(file.path()).torch_abi, "stable");
+  EXPECT_EQ(manifest_to_yaml(read_manifest(cpu_manifest_path())).find("torch_abi"), std::string::npos);
+}
+
+TEST(Manifest, VersionsAreMajorDotMinor) {
+  EXPECT_EQ(major_minor("2.14"), std::make_pair(2, 14));
+  EXPECT_LT(*major_minor("2.9"), *major_minor("2.13")) << "compared as numbers, not text";
+  for (const char* bad : {"2", "2.14.1", "v2.14", "2.x", "", ".14", "2.", " 2.14", "+2.14"})
+    EXPECT_EQ(major_minor(bad), std::nullopt) << bad;
+}
+
 TEST(Manifest, BadFilesSayWhereAndWhat) {
   const TempManifest missing_key_file("backplane_plugin_abi: 1\nname: x\n");
   const std::string& missing_key = missing_key_file.path();
@@ -133,7 +163,24 @@ TEST(Manifest, UnknownKeyIsRefused) {
   const std::string& path = file.path();
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
                                       ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
-                                      "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, registry, torch_version, version");
+                                      "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, registry, torch_abi, "
+                                      "torch_version, version");
+}
+
+TEST(Manifest, TorchAbiAndVersionAreChecked) {
+  {
+    const TempManifest file(cpu_manifest_plus("torch_abi: limited\n"));
+    EXPECT_EQ(manifest_error(file.path()),
+              "bad manifest " + file.path() + ":10:12: key 'torch_abi' should be full or stable, found 'limited'");
+  }
+  {
+    std::string text = manifest_to_yaml(read_manifest(cpu_manifest_path()));
+    text.replace(text.find("torch_version: \""), std::string("torch_version: \"").size() + 1, "torch_version: \"x");
+    const TempManifest file(text);
+    EXPECT_NE(manifest_error(file.path()).find("key 'torch_version' should be torch major.minor such as \"2.14\""),
+              std::string::npos)
+        << manifest_error(file.path());
+  }
 }
 
 TEST(Manifest, PythonSideIsOptionalAndStaysInsideThePluginDirectory) {

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace backplane {
@@ -17,8 +18,13 @@ struct BACKPLANE_API Manifest {
   std::string name;          // "cpu"
   std::string version;       // the plugin's version
   std::string dispatch_key;  // "CPU", "CUDA", "PrivateUse1"
-  std::string torch_version; // major.minor it was built against, "2.14"
-  bool cxx11_abi = true;
+  std::string torch_version; // major.minor it was built against, "2.14" (stable: the oldest it targets)
+  bool cxx11_abi = true;      // _GLIBCXX_USE_CXX11_ABI (not checked for a stable plugin: C calls only)
+  // "full": built on libtorch's C++ API; it runs under torch torch_version only, the core
+  // checks that exactly. "stable": its kernels use only PyTorch's stable ABI
+  // (torch/csrc/stable, the C shim), built with TORCH_TARGET_VERSION = torch_version; it
+  // runs under that torch or any later one.
+  std::string torch_abi = "full";
   std::vector<std::string> ops;  // ops it registers kernels for
   // "core": its kernels register through BACKPLANE_KERNEL, so it can share a device with
   // another plugin (the core chooses per op). "direct": plain m.impl; it is refused where
@@ -36,12 +42,16 @@ struct BACKPLANE_API Manifest {
   std::string registry;
 };
 
+// "2.14" -> (2, 14); nullopt for anything but two whole numbers and a dot.
+BACKPLANE_API std::optional<std::pair<int, int>> major_minor(const std::string& version);
+
 // Throws std::runtime_error naming the file (and line:column) on a bad manifest.
 BACKPLANE_API Manifest read_manifest(const std::string& path);
 BACKPLANE_API std::string manifest_to_yaml(const Manifest& manifest);
 
 // Why this manifest cannot be loaded by this core, naming both sides' versions;
-// nullopt when it can.
+// nullopt when it can. A full-ABI plugin: the same torch major.minor and C++ ABI flag as
+// this process. A stable-ABI plugin: this torch is its torch_version or later.
 BACKPLANE_API std::optional<std::string> manifest_incompatibility(const Manifest& manifest, const std::string& expected_name);
 
 // libbackplane_<name>.so and libbackplane_<name>.manifest.yaml

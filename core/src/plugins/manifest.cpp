@@ -6,7 +6,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <utility>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -34,6 +36,16 @@ T field(const std::string& path, const YAML::Node& root, const char* key, const 
 
 }  // namespace
 
+std::optional<std::pair<int, int>> major_minor(const std::string& version) {
+  const auto dot = version.find('.');
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 6 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string::npos || !digits(version.substr(0, dot)) || !digits(version.substr(dot + 1)))
+    return std::nullopt;
+  return std::make_pair(std::stoi(version.substr(0, dot)), std::stoi(version.substr(dot + 1)));
+}
+
 Manifest read_manifest(const std::string& path) {
   std::string why;
   const std::optional<std::string> text = detail::read_regular_file(path, why);
@@ -51,7 +63,7 @@ Manifest read_manifest(const std::string& path) {
   if (auto problem = detail::find_duplicate_key(root)) fail(path, problem->node, problem->message);
   static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key", "registration",
                                               "torch_version", "cxx11_abi", "ops", "python_module", "python_path",
-                                              "registry"};
+                                              "registry", "torch_abi"};
   if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
   Manifest m;
   m.plugin_abi = field<int>(path, root, "backplane_plugin_abi", "an integer");
@@ -59,6 +71,14 @@ Manifest read_manifest(const std::string& path) {
   m.version = field<std::string>(path, root, "version", "a version string");
   m.dispatch_key = field<std::string>(path, root, "dispatch_key", "a dispatch key such as CPU");
   m.torch_version = field<std::string>(path, root, "torch_version", "torch major.minor such as \"2.14\"");
+  if (!major_minor(m.torch_version))
+    fail(path, root["torch_version"], "key 'torch_version' should be torch major.minor such as \"2.14\", found '" +
+                                          m.torch_version + "'");
+  if (root["torch_abi"]) {
+    m.torch_abi = field<std::string>(path, root, "torch_abi", "full or stable");
+    if (m.torch_abi != "full" && m.torch_abi != "stable")
+      fail(path, root["torch_abi"], "key 'torch_abi' should be full or stable, found '" + m.torch_abi + "'");
+  }
   m.cxx11_abi = field<bool>(path, root, "cxx11_abi", "true or false");
   m.ops = field<std::vector<std::string>>(path, root, "ops", "a list of op names");
   if (root["registration"]) {
@@ -107,6 +127,7 @@ std::string manifest_to_yaml(const Manifest& m) {
       << "torch_version: \"" << m.torch_version << "\"\n"
       << "cxx11_abi: " << (m.cxx11_abi ? "true" : "false") << "\n"
       << "registration: " << m.registration << "\n"
+      << (m.torch_abi == "full" ? "" : "torch_abi: " + m.torch_abi + "\n")
       << "ops: [";
   for (size_t i = 0; i < m.ops.size(); ++i) {
     const bool qualified = m.ops[i].find(':') != std::string::npos;  // a vendor op: quoted for YAML
@@ -125,6 +146,13 @@ std::optional<std::string> manifest_incompatibility(const Manifest& m, const std
   if (m.plugin_abi != kPluginAbi)
     return "plugin ABI " + std::to_string(m.plugin_abi) + ", this core expects plugin ABI " +
            std::to_string(kPluginAbi);
+  if (m.torch_abi == "stable") {
+    // Later torch releases keep the stable ABI's C functions: older ones may lack some.
+    if (major_minor(m.torch_version) > major_minor(torch_major_minor()))
+      return "built on torch's stable ABI for torch " + m.torch_version + " and later, this process runs torch " +
+             torch_major_minor() + ", which is older";
+    return std::nullopt;  // the C++ ABI flag does not cross the stable ABI: only C functions do
+  }
   if (m.torch_version != torch_major_minor())
     return "built against torch " + m.torch_version + ", this process runs torch " + torch_major_minor();
   if (m.cxx11_abi != cxx11_abi())
