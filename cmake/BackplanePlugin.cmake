@@ -19,6 +19,14 @@
 #     [USES_REGISTRY <file.yaml>]    another plugin's fragment, whose ops this one also
 #                                    implements: read at build time (so the manifest lists
 #                                    them) but not shipped; load that plugin first
+#     [STABLE_ABI [TORCH_TARGET <major.minor>]]
+#                                    kernels on PyTorch's stable ABI (backplane/stable_kernel.h):
+#                                    built against the headers and C shim of the torch in
+#                                    BACKPLANE_STABLE_TORCH_DIR (a torch package directory;
+#                                    default: the one this Backplane uses) with
+#                                    TORCH_TARGET_VERSION = TORCH_TARGET (default: that
+#                                    torch's major.minor); the plugin then runs under that
+#                                    torch and every later one (docs/shipping-a-plugin.md)
 #     [NO_INSTALL])
 #
 # Builds libbackplane_<name>.so and, right after linking, its manifest
@@ -46,11 +54,53 @@ endfunction()
 if(NOT BACKPLANE_CORE_TARGET)
   set(BACKPLANE_CORE_TARGET backplane_core)
   set(BACKPLANE_MANIFEST_TARGET backplane_manifest)
+  set(BACKPLANE_HEADERS_DIR ${_BACKPLANE_CMAKE_DIR}/../core/include)  # installed: BackplaneConfig sets it
 endif()
 
+# A stable-ABI plugin: the core's headers, the target torch's headers and C shim
+# (libtorch_cpu; libtorch_cuda too for CUDA), nothing of libtorch's C++ API
+# (TORCH_STABLE_ONLY makes its headers refuse to compile). Sets out_args to the
+# manifest tool's flags.
+function(_backplane_stable_abi target torch_target key out_args)
+  if(BACKPLANE_STABLE_TORCH_DIR)
+    set(torch_dir ${BACKPLANE_STABLE_TORCH_DIR})
+  else()
+    get_target_property(torch_includes backplane::torch INTERFACE_INCLUDE_DIRECTORIES)
+    list(GET torch_includes 0 first_include)
+    get_filename_component(torch_dir ${first_include} DIRECTORY)  # <torch>/include -> <torch>
+  endif()
+  if(NOT EXISTS ${torch_dir}/include/torch/csrc/stable/library.h)
+    message(FATAL_ERROR "backplane_add_plugin(${target}): STABLE_ABI: ${torch_dir} has no include/torch/csrc/stable "
+                        "(set BACKPLANE_STABLE_TORCH_DIR to the torch package directory of the oldest torch to target)")
+  endif()
+  file(STRINGS ${torch_dir}/include/torch/headeronly/version.h version_lines REGEX "define TORCH_VERSION_M(AJ|IN)OR ")
+  string(REGEX REPLACE ".*TORCH_VERSION_MAJOR ([0-9]+).*" "\\1" headers_major "${version_lines}")
+  string(REGEX REPLACE ".*TORCH_VERSION_MINOR ([0-9]+).*" "\\1" headers_minor "${version_lines}")
+  if(NOT torch_target)
+    set(torch_target ${headers_major}.${headers_minor})
+  endif()
+  if(NOT torch_target MATCHES "^([0-9]+)\\.([0-9]+)$")
+    message(FATAL_ERROR "backplane_add_plugin(${target}): TORCH_TARGET ${torch_target}: expected major.minor such as 2.13")
+  endif()
+  math(EXPR target_version "(${CMAKE_MATCH_1} << 56) | (${CMAKE_MATCH_2} << 48)" OUTPUT_FORMAT HEXADECIMAL)
+  target_compile_definitions(${target} PRIVATE TORCH_TARGET_VERSION=${target_version}ULL TORCH_STABLE_ONLY)
+  # Backplane's headers alone: the core target's include directories bring this
+  # Backplane's torch with them, whose headers would win over the target torch's.
+  target_include_directories(${target} PRIVATE ${BACKPLANE_HEADERS_DIR})
+  target_include_directories(${target} SYSTEM PRIVATE ${torch_dir}/include)
+  target_compile_features(${target} PRIVATE cxx_std_17)
+  set(shims ${torch_dir}/lib/libtorch_cpu.so)
+  if(key STREQUAL "CUDA")
+    list(APPEND shims ${torch_dir}/lib/libtorch_cuda.so)
+  endif()
+  target_link_libraries(${target} PRIVATE ${shims})
+  set(${out_args} --torch-target ${torch_target} PARENT_SCOPE)
+endfunction()
+
 function(backplane_add_plugin name)
-  cmake_parse_arguments(P "NO_INSTALL" "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY;USES_REGISTRY" "SOURCES;LINK"
-                        ${ARGN})
+  cmake_parse_arguments(P "NO_INSTALL;STABLE_ABI"
+                        "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY;USES_REGISTRY;TORCH_TARGET"
+                        "SOURCES;LINK" ${ARGN})
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "backplane_add_plugin(${name}): unexpected arguments: ${P_UNPARSED_ARGUMENTS}")
   endif()
@@ -82,7 +132,17 @@ function(backplane_add_plugin name)
 
   set(target backplane_${name})
   add_library(${target} SHARED ${P_SOURCES})
-  target_link_libraries(${target} PRIVATE ${BACKPLANE_CORE_TARGET} ${P_LINK})
+  set(stable_args "")
+  if(P_STABLE_ABI)
+    _backplane_stable_abi(${target} "${P_TORCH_TARGET}" "${P_DISPATCH_KEY}" stable_args)
+    target_link_libraries(${target} PRIVATE ${P_LINK})
+  else()
+    if(P_TORCH_TARGET)
+      message(FATAL_ERROR "backplane_add_plugin(${name}): TORCH_TARGET needs STABLE_ABI (a full-ABI plugin runs "
+                          "under the torch it was built with only)")
+    endif()
+    target_link_libraries(${target} PRIVATE ${BACKPLANE_CORE_TARGET} ${P_LINK})
+  endif()
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME backplane_${name}
     LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR}
@@ -155,7 +215,8 @@ function(backplane_add_plugin name)
   endif()
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${manifest_tool} --plugin $<TARGET_FILE:${target}> --name ${name}
-            --key ${P_DISPATCH_KEY} --version ${P_VERSION} ${python_args} ${registry_args} --out ${manifest}
+            --key ${P_DISPATCH_KEY} --version ${P_VERSION} ${python_args} ${registry_args} ${stable_args}
+            --out ${manifest}
     COMMENT "Writing manifest of backend '${name}'"
     VERBATIM)
 

@@ -14,7 +14,11 @@
 #   5. the scaffold's own wheel: once installed, backplane.load('acme') and `backplane list`
 #      find it by name, with no path given;
 #   6. under another torch (the 2.13.0 CPU wheel on disk) importing the wheel is refused,
-#      naming both versions.
+#      naming both versions;
+#   7. a kernel plugin on PyTorch's stable ABI (tests/fixtures/stable) built against that
+#      older torch's headers (STABLE_ABI TORCH_TARGET 2.13), out of tree against the prefix,
+#      loads under this Backplane's torch: `backplane check` and the stable-ABI tests
+#      (conformance, opcheck, selection beside cpu) pass on that very binary.
 # Usage: scripts/sdk_journey.sh [BUILD]   (a configured and built tree; make test makes one)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -203,5 +207,27 @@ if "$WORK/venv213/bin/python" -c "import torch; assert torch.__version__.startsw
 else
   echo "SKIPPED step 6: torch 2.13.0 is not installable here (no /opt/wheels)"
 fi
+
+step "7. a stable-ABI plugin built for torch 2.13 runs under torch $("$PY" -c "import torch; print(torch.__version__)")"
+TORCH213=$("$WORK/venv213/bin/python" -c "import torch, os; print(os.path.dirname(torch.__file__))" 2>/dev/null) ||
+  fail "step 7 needs torch 2.13.0 (step 6)"
+mkdir -p "$WORK/stable"
+cat > "$WORK/stable/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.22)
+project(cpu_stable CXX)
+find_package(Backplane REQUIRED)
+backplane_add_plugin(cpu_stable DISPATCH_KEY CPU STABLE_ABI TORCH_TARGET 2.13 NO_INSTALL
+                     SOURCES $ROOT/tests/fixtures/stable/stable_plugin.cpp)
+CMAKE
+cmake -S "$WORK/stable" -B "$WORK/stable/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" \
+  -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213" >/dev/null
+cmake --build "$WORK/stable/build" >/dev/null
+# Built against 2.13's headers: its shim calls must all exist in 2.13's libtorch too.
+"$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/stable/build/lib/libbackplane_cpu_stable.so')" ||
+  fail "the plugin does not load under torch 2.13, which it targets"
+"$WORK/prefix/bin/backplane" check cpu_stable --plugin-path "$WORK/stable/build/lib" --ops mul,identity_conv,scale_
+(cd "$ROOT" && BACKPLANE_STABLE_PLUGIN_DIR="$WORK/stable/build/lib" BACKPLANE_STABLE_TARGET=2.13 \
+  BACKPLANE_LIB_DIR="$BUILD/lib" BACKPLANE_BIN="$BUILD/bin/backplane" PYTHONPATH="$ROOT/python" \
+  "$PY" -m pytest -q -p no:cacheprovider tests/python/test_stable_abi.py)
 step_time
 echo; echo "sdk journey: passed"

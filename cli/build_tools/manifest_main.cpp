@@ -5,6 +5,7 @@
 // registry fragment (--registry, checked here, so a bad one fails the build with its
 // file:line) and the name the fragment has beside the plugin (--registry-name).
 #include <backplane/kernel.h>
+#include <backplane/loader.h>
 #include <backplane/manifest.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
   for (const char* required : {"--plugin", "--name", "--key", "--version", "--out"}) {
     if (!args.count(required)) {
-      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] [--registry YAML --registry-name FILE] (missing " << required
+      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] [--registry YAML --registry-name FILE] [--torch-target X.Y: a stable-ABI plugin] (missing " << required
                 << ")\n";
       return 2;
     }
@@ -37,9 +38,18 @@ int main(int argc, char** argv) {
     }
   }
   const std::size_t before = backplane::detail::core_registrations();
-  if (dlopen(args["--plugin"].c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+  void* handle = dlopen(args["--plugin"].c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
     std::cerr << "backplane_manifest: cannot open " << args["--plugin"] << ": " << dlerror() << "\n";
     return 1;
+  }
+  // A stable-ABI plugin (stable_kernel.h) offers its kernels when the core asks.
+  const bool stable = args.count("--torch-target") > 0;
+  if (stable) {
+    if (auto why = backplane::detail::init_stable_plugin(handle)) {
+      std::cerr << "backplane_manifest: " << args["--plugin"] << ": " << *why << "\n";
+      return 1;
+    }
   }
   const c10::DispatchKey key = c10::parseDispatchKey(args["--key"]);
   backplane::Manifest manifest;
@@ -47,8 +57,14 @@ int main(int argc, char** argv) {
   manifest.name = args["--name"];
   manifest.version = args["--version"];
   manifest.dispatch_key = c10::toString(key);
-  manifest.torch_version = backplane::torch_major_minor();
+  manifest.torch_version = stable ? args["--torch-target"] : backplane::torch_major_minor();
+  manifest.torch_abi = stable ? "stable" : "full";
   manifest.cxx11_abi = backplane::cxx11_abi();
+  if (stable && !backplane::major_minor(manifest.torch_version)) {
+    std::cerr << "backplane_manifest: --torch-target: expected torch major.minor such as 2.13, found '"
+              << manifest.torch_version << "'\n";
+    return 2;
+  }
   if (args.count("--python-module")) {
     manifest.python_module = args["--python-module"];
     if (args.count("--python-path")) manifest.python_path = args["--python-path"];

@@ -52,6 +52,8 @@ class Backend:
     python_module: str = ""  # the plugin's Python side, imported when it loads (from its manifest)
     python_path: str = ""
     registry: str = ""  # its registry fragment: the plugin's own ops (docs/vendor-ops.md)
+    torch_abi: str = "full"  # "stable": built on PyTorch's stable ABI, runs under torch_target and later
+    torch_target: str = ""  # the torch it was built for, or (stable) the oldest it runs under
 
 
 @dataclass(frozen=True)

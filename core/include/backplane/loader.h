@@ -34,6 +34,10 @@ struct BackendRecord {
   std::string python_module;
   std::string python_path;
   std::string registry;  // its registry fragment of own ops (vendor_ops.h); empty when none
+  // "full" or "stable" (manifest.h): built for this torch only, or on the stable ABI for
+  // torch_target and later.
+  std::string torch_abi = "full";
+  std::string torch_target;  // the torch it was built for ("2.14"), or, stable, the oldest it runs under
 };
 
 // A backend that was named and could not be loaded. what() says what was tried and why.
@@ -72,5 +76,13 @@ BACKPLANE_API std::vector<std::string> plugin_search_path(const LoadOptions& opt
 // Whether name is a plain identifier ([A-Za-z_][A-Za-z0-9_]*) naming no reserved
 // library. Names with '/' or '..' are refused.
 BACKPLANE_API bool is_valid_backend_name(const std::string& name);
+
+namespace detail {
+// Calls an opened stable-ABI plugin's backplane_stable_plugin_init with the core's
+// interface (stable_api.h): its kernels register through the core. The loader does it
+// while the plugin counts as loading; the manifest tool, to learn its ops. Why it
+// failed, or nullopt.
+BACKPLANE_API std::optional<std::string> init_stable_plugin(void* handle);
+}  // namespace detail
 
 }  // namespace backplane

@@ -99,6 +99,8 @@ std::string backend_record(const BackendRecord& r) {
       .str("python_module", r.python_module)
       .str("python_path", r.python_path)
       .str("registry", r.registry)
+      .str("torch_abi", r.torch_abi)
+      .str("torch_target", r.torch_target)
       .done();
 }
 

@@ -9,6 +9,7 @@
 #include <c10/core/DeviceType.h>
 
 #include "plugins/plugin_loading.h"
+#include "plugins/stable_kernels.h"
 #include "plugins/posix_files.h"
 
 #include <dlfcn.h>
@@ -163,6 +164,8 @@ class Loader {
     }
     record.version = manifest.version;
     record.dispatch_key = manifest.dispatch_key;
+    record.torch_abi = manifest.torch_abi;
+    record.torch_target = manifest.torch_version;
     record.ops = manifest.ops;
     if (!manifest.python_module.empty()) {
       record.python_module = manifest.python_module;
@@ -272,6 +275,7 @@ class Loader {
     // before and after dlopen shows them, whatever the manifest says.
     const DispatcherState before = dispatcher_state();
     void* handle = nullptr;
+    std::optional<std::string> stable_failure;
     try {
       detail::LoadingScope scope(&loading);
       // glibc declares dlopen noexcept, so a throw from a static initializer reaching a
@@ -279,6 +283,9 @@ class Loader {
       // cannot see through, the exception reaches the handlers below.
       static void* (*volatile open_library)(const char*, int) = &dlopen;
       handle = open_library(record.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      // A stable plugin's kernels are offered now, through the core's C interface
+      // (stable_api.h), while it still counts as the plugin loading.
+      if (handle != nullptr && record.torch_abi == "stable") stable_failure = detail::init_stable_plugin(handle);
     } catch (const std::exception& e) {  // a static initializer threw through dlopen
       return threw_while_opening(name, record, std::string("its static initializer threw while opening: ") + e.what());
     } catch (...) {
@@ -289,6 +296,12 @@ class Loader {
       const char* err = dlerror();
       record.status = BackendStatus::Failed;
       record.reason = std::string("dlopen failed: ") + (err ? err : "unknown error");
+      return record;
+    }
+    if (stable_failure) {
+      detail::withdraw_offers(name);
+      record.status = BackendStatus::Failed;
+      record.reason = *stable_failure;
       return record;
     }
     const DispatcherState after = dispatcher_state();

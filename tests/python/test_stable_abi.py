@@ -1,0 +1,150 @@
+"""Kernel plugins on PyTorch's stable ABI (backplane/stable_kernel.h, stable_api.h): the
+fixture cpu_stable (tests/fixtures/stable/stable_plugin.cpp: mul, identity_conv, scale_)
+loads through the core's C interface, passes the conformance suite and opcheck, shares a
+device with cpu through the core's selection, and the loader's version rule holds.
+
+BACKPLANE_STABLE_PLUGIN_DIR names another build of the same plugin: the SDK journey sets it
+to one built against an older torch's headers (scripts/sdk_journey.sh, step 7), and these
+tests then prove that binary under this build's torch."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import backplane
+
+REPO = Path(__file__).resolve().parents[2]
+BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
+FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
+PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_PLUGIN_DIR", FIXTURES))
+OPS = ("mul", "identity_conv", "scale_")
+
+pytestmark = pytest.mark.skipif(not (PLUGIN_DIR / "libbackplane_cpu_stable.so").is_file(),
+                                reason=f"no cpu_stable plugin in {PLUGIN_DIR}")
+
+
+def _child(code, **env):
+    full = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
+                                                              "BACKPLANE_SELECTION")}
+    full.update(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="none", **env)  # only what the code loads
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_manifest_says_stable_and_names_its_target():
+    text = (PLUGIN_DIR / "libbackplane_cpu_stable.manifest.yaml").read_text()
+    assert "torch_abi: stable" in text
+    built_for = os.environ.get("BACKPLANE_STABLE_TARGET", backplane.info()["torch"])
+    assert f'torch_version: "{built_for}"' in text
+
+
+def test_the_binary_needs_no_libtorch_cpp_symbol():
+    # Only the stable C shim (aoti_torch_*, torch_*) may cross: a C++ symbol of c10, at or
+    # torch ties the binary to one torch's layout.
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    undefined = subprocess.run([nm, "-D", "--undefined-only", str(PLUGIN_DIR / "libbackplane_cpu_stable.so")],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert not [s for s in undefined if s.startswith(("_ZN3c10", "_ZN2at", "_ZN5torch"))]
+    assert any(s.startswith("aoti_torch_") for s in undefined)
+
+
+def test_conformance_and_opcheck():
+    _child(f"""
+import torch, backplane
+(b,) = backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
+assert (b.status, b.torch_abi, sorted(b.ops)) == ("loaded", "stable", sorted({OPS!r})), b
+outcomes = {{(r.op, r.outcome) for r in backplane.check("cpu_stable", list({OPS!r}))}}
+assert {{o for _, o in outcomes}} <= {{"passed", "skipped"}} and {{op for op, o in outcomes if o == "passed"}} == set({OPS!r}), outcomes
+ops = {{o.name: o for o in backplane.ops()}}
+for name in {OPS!r}:
+    for index in range(len(ops[name].samples)):
+        for dtype in (torch.float32, torch.bfloat16):
+            args, kwargs = backplane.sample_call(ops[name], index, dtype=dtype)
+            torch.library.opcheck(backplane.torch_op(name).default, args, kwargs)
+print("ok")
+""")
+
+
+def test_views_and_broadcasting_are_computed_in_place_of_any_layout():
+    _child(f"""
+import torch, backplane
+backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
+a = torch.randn(6, 4)[1:5].t()          # offset and transposed
+b = torch.randn(5, 1)[1:]               # broadcast along the last dimension
+assert torch.equal(torch.ops.backplane.mul(a, b.t()), a * b.t())
+x = torch.randn(3, 8, dtype=torch.bfloat16)[:, ::2]
+assert torch.equal(torch.ops.backplane.identity_conv(x), x)
+y = torch.randn(4, 6)[:, 1:5]
+expected = y * 0.5
+torch.ops.backplane.scale_(y, 0.5)
+assert torch.equal(y, expected)
+print("ok")
+""")
+
+
+def test_it_shares_a_device_with_cpu_through_the_core():
+    out = _child(f"""
+import warnings, torch, backplane
+warnings.simplefilter("ignore")
+backplane.load("cpu")
+backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
+(s,) = [s for s in backplane.serving() if s.op == "mul"]
+assert s.offered_by == ("cpu", "cpu_stable"), s
+with backplane.prefer("mul", "cpu_stable"):
+    (s,) = [s for s in backplane.serving() if s.op == "mul"]
+    assert s.serving == "cpu_stable", s
+    a, b = torch.randn(3, 4), torch.randn(4)
+    assert torch.equal(torch.ops.backplane.mul(a, b), a * b)
+    f = torch.compile(lambda x, y: torch.ops.backplane.mul(x, y) + 1, fullgraph=True)
+    assert torch.equal(f(a, b), a * b + 1)
+print("ok")
+""", TORCHINDUCTOR_VEC_ISA_OK="1")
+    assert "ok" in out
+
+
+def _copy_with_manifest(tmp_path, change):
+    for suffix in (".so", ".manifest.yaml"):
+        shutil.copy(PLUGIN_DIR / f"libbackplane_cpu_stable{suffix}", tmp_path)
+    manifest = tmp_path / "libbackplane_cpu_stable.manifest.yaml"
+    manifest.write_text(change(manifest.read_text()))
+    return tmp_path
+
+
+def test_a_torch_older_than_the_target_is_refused_naming_both(tmp_path):
+    here = backplane.info()["torch"]
+    major, minor = map(int, here.split("."))
+    later = f"{major}.{minor + 1}"
+    directory = _copy_with_manifest(tmp_path, lambda t: t.replace(
+        next(line for line in t.splitlines() if line.startswith("torch_version:")), f'torch_version: "{later}"'))
+    out = _child(f"""
+import backplane
+try:
+    backplane.load("cpu_stable", path={str(directory)!r})
+except backplane.BackendError as e:
+    print(e)
+""")
+    assert (f"built on torch's stable ABI for torch {later} and later, this process runs torch {here}, "
+            "which is older") in out
+
+
+def test_a_full_abi_plugin_claiming_stable_is_refused(tmp_path):
+    # cpu_alt is built on the full ABI: it exports no backplane_stable_plugin_init.
+    for suffix in (".so", ".manifest.yaml"):
+        shutil.copy(FIXTURES / f"libbackplane_cpu_alt{suffix}", tmp_path)
+    manifest = tmp_path / "libbackplane_cpu_alt.manifest.yaml"
+    manifest.write_text(manifest.read_text() + "torch_abi: stable\n")
+    out = _child(f"""
+import backplane
+try:
+    backplane.load("cpu_alt", path={str(tmp_path)!r})
+except backplane.BackendError as e:
+    print(e)
+""")
+    assert "exports no backplane_stable_plugin_init" in out, out
