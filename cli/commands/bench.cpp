@@ -27,16 +27,6 @@ namespace fs = std::filesystem;
 // again (bench_options.h), this names the flag as the user wrote it.
 constexpr long kMaxRepetitions = 1000;
 
-std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> out;
-  std::string::size_type start = 0;
-  for (auto comma = list.find(','); ; comma = list.find(',', start)) {
-    out.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
-
 bool valid_repetitions(const std::string& text) {
   char* end = nullptr;
   errno = 0;
@@ -44,21 +34,21 @@ bool valid_repetitions(const std::string& text) {
   return !text.empty() && !*end && !errno && n >= 1 && n <= kMaxRepetitions;
 }
 
-// Whether a backend the run selects (named, else BACKPLANE_BACKENDS, else cpu) declares
-// the CUDA dispatch key in its manifest; read without loading any.
-bool any_on_cuda(const std::string& named, const LoadOptions& load) {
-  std::string names = named;
-  if (names.empty()) {
-    const char* env = std::getenv("BACKPLANE_BACKENDS");
-    names = env && *env ? env : "cpu";
-  }
+// Whether a backend the run selects (named, else BACKPLANE_BACKENDS, else cpu, as the
+// engine chooses) declares the CUDA dispatch key in its manifest; read without loading any.
+bool any_on_cuda(const Options& options) {
+  std::vector<std::string> names = {"cpu"};
   std::vector<BackendRecord> found;
   try {
-    found = backends(load);
+    if (options.backends)
+      names = *options.backends;
+    else if (const char* env = std::getenv("BACKPLANE_BACKENDS"); env && *env)
+      names = backend_names(env, "BACKPLANE_BACKENDS", "");
+    found = backends(options.load);
   } catch (const std::exception&) {
-    return false;  // the engine reports what it cannot find
+    return false;  // the engine reports a bad list or what it cannot find
   }
-  for (const auto& name : split_names(names))
+  for (const auto& name : names)
     for (const auto& r : found)
       if (r.name == name && r.dispatch_key == "CUDA") return true;
   return false;
@@ -81,7 +71,7 @@ int bench_command(const Options& options) {
   }
   // torch.compile rows (the "x compile" column) are Python's: with --compile, and by default
   // where a selected backend runs on CUDA.
-  if (compile || (!no_compile && any_on_cuda(backends, options.load))) python_side = true;
+  if (compile || (!no_compile && any_on_cuda(options))) python_side = true;
 
   if (python_side) {  // the Python side runs the engine too
     std::vector<std::string> args = {"bench"};
