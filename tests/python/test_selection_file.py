@@ -117,6 +117,8 @@ def test_a_bad_environment_file_is_a_warning_not_a_crash(tmp_path):
     ("backplane_selection: 1\nops: {}\n", "2:6", "ops: expected a list, found a mapping"),
     ("backplane_selection: 1\nops:\n  - {op: nosuch, dispatch_key: CPU, buckets: [{plugin: cpu}]}\n", "3:10",
      "no op 'nosuch' in the registry or a loaded plugin's fragment"),
+    ("backplane_selection: 1\nops:\n  - {op: 'acme::fused gelu', dispatch_key: CPU, buckets: [{plugin: cpu}]}\n",
+     "3:10", "'acme::fused gelu' is not an op name (a plugin's own is ns::name)"),
     ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: GPU, buckets: [{plugin: cpu}]}\n", "3:29",
      "dispatch_key: expected a dispatch key such as CPU, CUDA or PrivateUse1, found 'GPU'"),
     ("backplane_selection: 1\nops:\n  - {op: add, dispatch_key: CPU, buckets: []}\n", "3:43",

@@ -32,6 +32,12 @@ class LoadingScope {
 // preference resolves.
 void after_plugin_loaded(const std::string& plugin);
 
+// The key under which a preference or a selection file names an op: its id ("add" for
+// "backplane::add"); a plugin's own op (ns::name) not defined yet is kept as written, and
+// applies once its plugin loads. Throws std::invalid_argument, naming the op, for one the
+// registry lacks or a name that is not an op name.
+std::string chosen_op_id(const std::string& op);
+
 // A plugin that failed after dlopen: its offers leave the per-op choice (a slot it alone
 // served keeps its directly registered kernel: the failure reason says to restart).
 void withdraw_offers(const std::string& plugin);

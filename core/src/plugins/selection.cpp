@@ -395,16 +395,16 @@ bool is_plugin_op_name(const std::string& op) {
 
 // Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
 // is not a plugin name.
-// Returns the op as preferences key it: its id ("add" for "backplane::add"). A plugin's own
-// op (ns::name) not defined yet is kept as written: it applies once its plugin loads.
+// Returns the op as preferences key it (chosen_op_id; "*" as is).
 std::string check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
   std::string id = op;
-  if (const OpDef* def = op == "*" ? nullptr : find_op_def(op))
-    id = def->id();
-  else if (op != "*" && (op.find("::") == std::string::npos || op.rfind(std::string(kNamespace) + "::", 0) == 0))
-    throw std::invalid_argument(what + ": no op '" + op + "' in the registry or a loaded plugin's fragment");
-  else if (op != "*" && !is_plugin_op_name(op))  // kept as written: it must read back as the grammar's op
-    throw std::invalid_argument(what + ": '" + op + "' is not an op name (a plugin's own is ns::name)");
+  if (op != "*") {
+    try {
+      id = detail::chosen_op_id(op);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(what + ": " + e.what());
+    }
+  }
   for (const auto& p : plugins)
     if (!is_valid_backend_name(p))
       throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");
@@ -470,6 +470,15 @@ const bool selection_env_applied = [] {
 }  // namespace
 
 namespace detail {
+
+std::string chosen_op_id(const std::string& op) {
+  if (const OpDef* def = find_op_def(op)) return def->id();
+  if (op.find("::") == std::string::npos || op.rfind(std::string(kNamespace) + "::", 0) == 0)
+    throw std::invalid_argument("no op '" + op + "' in the registry or a loaded plugin's fragment");
+  if (!is_plugin_op_name(op))  // kept as written: it must read back as the grammar's op
+    throw std::invalid_argument("'" + op + "' is not an op name (a plugin's own is ns::name)");
+  return op;
+}
 
 void offer_kernel(torch::Library& m, const char* op, c10::DispatchKey key, c10::KernelFunction kernel,
                   torch::CppFunction&& direct) {

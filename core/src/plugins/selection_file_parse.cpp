@@ -4,6 +4,7 @@
 #include <backplane/registry.h>
 #include <backplane/selection_file.h>
 
+#include "plugins/plugin_loading.h"
 #include "registry/yaml_location.h"
 #include "registry/yaml_strict.h"
 
@@ -67,12 +68,11 @@ class Reader {
     check_keys(entry, {"op", "dispatch_key", "buckets"}, "ops entry");
     SelectionRule rule;
     const std::string op = scalar(entry, "op", "ops entry");
-    if (const OpDef* def = find_op_def(op))
-      rule.op = def->id();
-    else if (op.find("::") != std::string::npos && op.rfind(std::string(kNamespace) + "::", 0) != 0)
-      rule.op = op;  // a plugin's own op, defined once its plugin loads (as preferences keep it)
-    else
-      fail(entry["op"], "no op '" + op + "' in the registry or a loaded plugin's fragment");
+    try {
+      rule.op = detail::chosen_op_id(op);  // as preferences name ops
+    } catch (const std::invalid_argument& e) {
+      fail(entry["op"], e.what());
+    }
     rule.dispatch_key = scalar(entry, "dispatch_key", "ops entry");
     try {
       c10::parseDispatchKey(rule.dispatch_key);
