@@ -1,11 +1,14 @@
 """Kernel plugins on PyTorch's stable ABI (backplane/stable_kernel.h, stable_api.h): the
 fixture cpu_stable (tests/fixtures/stable/stable_plugin.cpp: mul, identity_conv, scale_)
 loads through the core's C interface, passes the conformance suite and opcheck, shares a
-device with cpu through the core's selection, and the loader's version rule holds.
+device with cpu through the core's selection, and the loader's version rule holds. The
+CUDA fixture cuda_stable (stable_cuda_plugin.cu, TORCH_TARGET 2.11) does the same on a GPU,
+on the caller's stream and device.
 
-BACKPLANE_STABLE_PLUGIN_DIR names another build of the same plugin: the SDK journey sets it
-to one built against an older torch's headers (scripts/sdk_journey.sh, step 7), and these
-tests then prove that binary under this build's torch."""
+BACKPLANE_STABLE_PLUGIN_DIR names another build of cpu_stable: the SDK journey sets it to
+one built against an older torch's headers (scripts/sdk_journey.sh, step 7), and these
+tests then prove that binary under this build's torch. BACKPLANE_STABLE_CUDA_PLUGIN_DIR does
+the same for cuda_stable (one built on newer headers than the torch running it)."""
 import os
 import shutil
 import subprocess
@@ -21,10 +24,14 @@ REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_PLUGIN_DIR", FIXTURES))
+CUDA_PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_CUDA_PLUGIN_DIR", FIXTURES))
 OPS = ("mul", "identity_conv", "scale_")
 
-pytestmark = pytest.mark.skipif(not (PLUGIN_DIR / "libbackplane_cpu_stable.so").is_file(),
-                                reason=f"no cpu_stable plugin in {PLUGIN_DIR}")
+needs_cpu_stable = pytest.mark.skipif(not (PLUGIN_DIR / "libbackplane_cpu_stable.so").is_file(),
+                                      reason=f"no cpu_stable plugin in {PLUGIN_DIR}")
+needs_cuda_stable = pytest.mark.skipif(not (CUDA_PLUGIN_DIR / "libbackplane_cuda_stable.so").is_file(),
+                                       reason=f"no cuda_stable plugin in {CUDA_PLUGIN_DIR} (a build without CUDA)")
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="cuda_stable runs on a GPU; none here")
 
 
 def _child(code, **env):
@@ -36,6 +43,7 @@ def _child(code, **env):
     return done.stdout
 
 
+@needs_cpu_stable
 def test_the_manifest_says_stable_and_names_its_target():
     text = (PLUGIN_DIR / "libbackplane_cpu_stable.manifest.yaml").read_text()
     assert "torch_abi: stable" in text
@@ -43,35 +51,48 @@ def test_the_manifest_says_stable_and_names_its_target():
     assert f'torch_version: "{built_for}"' in text
 
 
-def test_the_binary_needs_no_libtorch_cpp_symbol():
-    # Only the stable C shim (aoti_torch_*, torch_*) may cross: a C++ symbol of c10, at or
-    # torch ties the binary to one torch's layout.
+def _undefined_symbols(library):
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm (binutils) is not installed")
-    undefined = subprocess.run([nm, "-D", "--undefined-only", str(PLUGIN_DIR / "libbackplane_cpu_stable.so")],
-                               capture_output=True, text=True, check=True).stdout.split()
+    return subprocess.run([nm, "-D", "--undefined-only", str(library)], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+@pytest.mark.parametrize("plugin", [
+    pytest.param(PLUGIN_DIR / "libbackplane_cpu_stable.so", marks=needs_cpu_stable, id="cpu_stable"),
+    pytest.param(CUDA_PLUGIN_DIR / "libbackplane_cuda_stable.so", marks=needs_cuda_stable, id="cuda_stable"),
+])
+def test_the_binary_needs_no_libtorch_cpp_symbol(plugin):
+    # Only the stable C shim (aoti_torch_*, torch_*) may cross: a C++ symbol of c10, at or
+    # torch ties the binary to one torch's layout.
+    undefined = _undefined_symbols(plugin)
     assert not [s for s in undefined if s.startswith(("_ZN3c10", "_ZN2at", "_ZN5torch"))]
     assert any(s.startswith("aoti_torch_") for s in undefined)
 
 
-def test_conformance_and_opcheck():
+@pytest.mark.parametrize("plugin,directory,device", [
+    pytest.param("cpu_stable", PLUGIN_DIR, "cpu", marks=needs_cpu_stable, id="cpu_stable"),
+    pytest.param("cuda_stable", CUDA_PLUGIN_DIR, "cuda", marks=[needs_cuda_stable, needs_gpu], id="cuda_stable"),
+])
+def test_conformance_and_opcheck(plugin, directory, device):
     _child(f"""
 import torch, backplane
-(b,) = backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
+(b,) = backplane.load({plugin!r}, path={str(directory)!r})
 assert (b.status, b.torch_abi, sorted(b.ops)) == ("loaded", "stable", sorted({OPS!r})), b
-outcomes = {{(r.op, r.outcome) for r in backplane.check("cpu_stable", list({OPS!r}))}}
+outcomes = {{(r.op, r.outcome) for r in backplane.check({plugin!r}, list({OPS!r}))}}
 assert {{o for _, o in outcomes}} <= {{"passed", "skipped"}} and {{op for op, o in outcomes if o == "passed"}} == set({OPS!r}), outcomes
 ops = {{o.name: o for o in backplane.ops()}}
 for name in {OPS!r}:
     for index in range(len(ops[name].samples)):
         for dtype in (torch.float32, torch.bfloat16):
-            args, kwargs = backplane.sample_call(ops[name], index, dtype=dtype)
+            args, kwargs = backplane.sample_call(ops[name], index, dtype=dtype, device={device!r})
             torch.library.opcheck(backplane.torch_op(name).default, args, kwargs)
 print("ok")
 """)
 
 
+@needs_cpu_stable
 def test_views_and_broadcasting_are_computed_in_place_of_any_layout():
     _child(f"""
 import torch, backplane
@@ -89,6 +110,7 @@ print("ok")
 """)
 
 
+@needs_cpu_stable
 def test_it_shares_a_device_with_cpu_through_the_core():
     out = _child(f"""
 import warnings, torch, backplane
@@ -117,6 +139,7 @@ def _copy_with_manifest(tmp_path, change):
     return tmp_path
 
 
+@needs_cpu_stable
 def test_a_torch_older_than_the_target_is_refused_naming_both(tmp_path):
     here = backplane.info()["torch"]
     major, minor = map(int, here.split("."))
@@ -134,6 +157,7 @@ except backplane.BackendError as e:
             "which is older") in out
 
 
+@needs_cpu_stable
 def test_a_full_abi_plugin_claiming_stable_is_refused(tmp_path):
     # cpu_alt is built on the full ABI: it exports no backplane_stable_plugin_init.
     for suffix in (".so", ".manifest.yaml"):
@@ -148,3 +172,76 @@ except backplane.BackendError as e:
     print(e)
 """)
     assert "exports no backplane_stable_plugin_init" in out, out
+
+
+# cuda_stable: the CUDA key through the stable path.
+
+
+@needs_cuda_stable
+def test_the_cuda_plugin_targets_torch_2_11():
+    # Built with TORCH_TARGET 2.11 on whatever newer headers the build has.
+    text = (CUDA_PLUGIN_DIR / "libbackplane_cuda_stable.manifest.yaml").read_text()
+    assert "torch_abi: stable" in text and 'torch_version: "2.11"' in text and "dispatch_key: CUDA" in text, text
+
+
+@needs_cuda_stable
+@needs_gpu
+def test_cuda_kernels_run_on_the_callers_stream_and_in_a_graph():
+    # A kernel on any stream but the current one races the caller's work and breaks capture.
+    _child(f"""
+import torch, backplane
+backplane.load("cuda_stable", path={str(CUDA_PLUGIN_DIR)!r})
+a = torch.randn(4096, 513, device="cuda")[:, 1:].t()     # offset and transposed
+b = torch.randn(4096, 1, device="cuda")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    slow = a @ a.t()                                      # queued first on the same stream
+    out = torch.ops.backplane.mul(a, b.t())
+    torch.ops.backplane.scale_(out, 0.5)
+side.synchronize()
+torch.testing.assert_close(out, a * b.t() * 0.5, rtol=0, atol=0)
+static_a, static_b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+graph = torch.cuda.CUDAGraph()
+torch.cuda.synchronize()
+with torch.cuda.graph(graph):
+    static_out = torch.ops.backplane.mul(static_a, static_b)
+static_a.copy_(torch.arange(1000.0, device="cuda"))
+static_b.fill_(2.0)
+graph.replay()
+torch.cuda.synchronize()
+assert torch.equal(static_out, torch.arange(1000.0, device="cuda") * 2)
+print("ok")
+""")
+
+
+@needs_cuda_stable
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs (cuda:1)")
+def test_cuda_kernels_run_on_the_inputs_device():
+    _child(f"""
+import torch, backplane
+backplane.load("cuda_stable", path={str(CUDA_PLUGIN_DIR)!r})
+a, b = torch.randn(3, 1000, device="cuda:1"), torch.randn(1000, device="cuda:1")
+assert torch.cuda.current_device() == 0
+out = torch.ops.backplane.mul(a, b)
+assert out.device == torch.device("cuda:1")
+torch.testing.assert_close(out, a * b, rtol=0, atol=0)
+print("ok")
+""")
+
+
+@needs_cuda_stable
+@needs_gpu
+def test_cuda_shares_the_device_with_cuda_through_the_core():
+    _child(f"""
+import warnings, torch, backplane
+warnings.simplefilter("ignore")
+backplane.load("cuda")
+backplane.load("cuda_stable", path={str(CUDA_PLUGIN_DIR)!r})
+(s,) = [s for s in backplane.serving() if s.op == "mul" and s.dispatch_key == "CUDA"]
+assert s.offered_by == ("cuda", "cuda_stable"), s
+with backplane.prefer("mul", "cuda_stable"):
+    a, b = torch.randn(3, 4, device="cuda"), torch.randn(4, device="cuda")
+    assert torch.equal(torch.ops.backplane.mul(a, b), a * b)
+print("ok")
+""")
