@@ -8,7 +8,8 @@ include(CMakePackageConfigHelpers)
 # In a wheel, the modules of the entry points (torch.backends autoload, the console
 # script) sit beside the package: they must work where importing it fails.
 if(SKBUILD)
-  install(FILES python/backplane_autoload.py python/backplane_plugins.py DESTINATION ${SKBUILD_PLATLIB_DIR})
+  install(FILES python/backplane_autoload.py python/backplane_plugins.py python/backplane_wheel.py
+          DESTINATION ${SKBUILD_PLATLIB_DIR})
 endif()
 
 set(_bp_cmake_dest lib/cmake/Backplane)
