@@ -45,7 +45,7 @@ commands:
           backend (or those named)
   run     MODEL.pt2 --input MODEL.io.pt: run an AOTInductor package with no Python, check it
           against the reference saved at export, report latency
-  new-backend NAME --dispatch-key KEY: write a plugin project to build out of this tree
+  new-backend NAME --dispatch-key KEY [--stable-abi]: write a plugin project to build out of this tree
   bench   every op on each backend beside PyTorch and copy_ (Google Benchmark); --compare, --plot
   tune    --backends a,b: time each plugin serving an op on one device, by size; write a selection file
 
@@ -89,14 +89,19 @@ const std::map<std::string, Command>& commands() {
         "                           exit code ignores it (CI on a machine without the device)",
         {"--json", "-v", "--ops", "--allow-missing-device"}, {"--ops"}, true, check_command}},
       {"new-backend",
-       {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--dir DIR]",
+       {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--stable-abi [--torch-target X.Y]] "
+        "[--dir DIR]",
         "Write a plugin project for a new backend, built out of this tree against an installed Backplane:\n"
         "CMakeLists.txt (find_package(Backplane)), one kernel stub per registry op (none registered, so every\n"
         "op starts 'not implemented'), a README, a conformance test and a pyproject.toml for its own wheel.\n"
         "  --dispatch-key KEY   CPU, CUDA, or PrivateUse1 (a new device: also a running device layer over an\n"
         "                       emulated driver, from Backplane's npu device, renamed)\n"
+        "  --stable-abi         kernels on PyTorch's stable ABI (CPU or CUDA): one binary for torch X.Y and\n"
+        "                       every later release; mul written as the worked example\n"
+        "  --torch-target X.Y   the oldest torch it runs under (default: this Backplane's torch)\n"
         "  --dir DIR            where to write it (default: ./NAME; must be empty or absent)",
-        {"--dispatch-key", "--dir"}, {"--dispatch-key", "--dir"}, true, new_backend_command}},
+        {"--dispatch-key", "--dir", "--stable-abi", "--torch-target"}, {"--dispatch-key", "--dir", "--torch-target"},
+        true, new_backend_command}},
       {"run",
        {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] [common flags]",
         "Run an AOTInductor package from C++ with no Python, check it against the saved reference, report latency.\n"

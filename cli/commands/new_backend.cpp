@@ -1,8 +1,11 @@
-// `backplane new-backend NAME --dispatch-key KEY [--dir DIR]`: writes a self-contained
-// plugin project that builds against an installed Backplane (find_package(Backplane)),
-// out of this repository: CMakeLists.txt, one kernel file per registry op (a stub with
-// the op's C++ signature, unregistered, so the backend starts with every op "not
-// implemented"), a README, a conformance test and a pyproject.toml for its own wheel.
+// `backplane new-backend NAME --dispatch-key KEY [--stable-abi [--torch-target X.Y]] [--dir DIR]`:
+// writes a self-contained plugin project that builds against an installed Backplane
+// (find_package(Backplane)), out of this repository: CMakeLists.txt, one kernel file per
+// registry op (a stub with the op's C++ signature, unregistered, so the backend starts with
+// every op "not implemented"), a README, a conformance test and a pyproject.toml for its
+// own wheel. With --stable-abi (CPU or CUDA) the kernels are written against PyTorch's
+// stable ABI (backplane/stable_kernel.h, from templates/new-backend/stable): mul is
+// implemented as the worked example, and the plugin runs under torch X.Y and later.
 // For PrivateUse1 it also writes a running device: the npu plugin's device layer
 // (emulated driver, allocator, guard, streams, hooks, copies, CPU fallback, device
 // module and its device-level tests), renamed, from the template that ships with
@@ -11,11 +14,13 @@
 // each @KEY@ placeholder is replaced by its value, in one pass.
 #include "cli.h"
 
+#include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
 
 #include <c10/core/Device.h>
 
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -62,6 +67,19 @@ std::string cpp_type(const c10::Argument& arg) {
     default: break;
   }
   return "/* " + type->str() + ": fill in the C++ type */ auto";
+}
+
+// The same for a stable-ABI kernel (stable_kernel.h carries Tensor, float, int and bool);
+// empty for an argument the stable path cannot carry.
+std::string stable_cpp_type(const c10::Argument& arg) {
+  switch (arg.type()->kind()) {
+    case c10::TypeKind::TensorType:
+      return arg.alias_info() && arg.alias_info()->isWrite() ? "torch::stable::Tensor&" : "const torch::stable::Tensor&";
+    case c10::TypeKind::FloatType: return "double";
+    case c10::TypeKind::IntType: return "int64_t";
+    case c10::TypeKind::BoolType: return "bool";
+    default: return "";
+  }
 }
 
 bool lower(char c) { return std::islower(static_cast<unsigned char>(c)) != 0; }
@@ -144,29 +162,63 @@ std::string from_template(const fs::path& dir, const std::string& rel, const Val
   return fill(read_file(dir / rel), values);
 }
 
-// kernels/OP.cpp: the op's C++ signature, unregistered.
-std::string kernel_stub(const fs::path& templates, const OpDef& op, Values values) {
+struct KernelFile {
+  std::string rel;  // kernels/OP.cpp
+  std::string text;
+};
+
+// kernels/OP.cpp: the op's C++ signature, unregistered. On the stable ABI: the same over
+// stable types; mul is the worked example (kernels/mul.cu on CUDA), and an op whose
+// arguments the stable path cannot carry gets a note instead.
+KernelFile kernel_file(const fs::path& templates, const OpDef& op, Values values, bool stable) {
   const bool writes = op.writes();
   const std::string& key = values["KEY"];
-  // One output: `out`; several (rms_norm_backward's dx and dweight): out0, out1, ...
-  std::string params;
-  for (size_t k = 0; k < op.new_outputs(); ++k)
-    params += (params.empty() ? "" : ", ") + std::string("at::Tensor& out") + (op.new_outputs() == 1 ? "" : std::to_string(k));
-  for (const c10::Argument& arg : op.arguments)
-    params += (params.empty() ? "" : ", ") + cpp_type(arg) + " " + arg.name();
+  const std::string tensor = stable ? "torch::stable::Tensor&" : "at::Tensor&";
   values["OP"] = op.name;
   values["SCHEMA"] = op.schema;
   values["DOC"] = op.doc;
+  const std::string rel = "kernels/" + op.name + ".cpp";
+  if (stable) {
+    for (const c10::Argument& arg : op.arguments)
+      if (stable_cpp_type(arg).empty()) {
+        values["ARGUMENT"] = arg.name();
+        values["ARGUMENT_TYPE"] = arg.type()->str();
+        return {rel, from_template(templates, "stable/kernel-uncarried.cpp.in", values)};
+      }
+    if (op.name == "mul") {
+      const std::string ext = key == "CUDA" ? "cu" : "cpp";
+      return {"kernels/mul." + ext, from_template(templates, "stable/" + key + "/mul." + ext + ".in", values)};
+    }
+  }
+  // One output: `out`; several (rms_norm_backward's dx and dweight): out0, out1, ...
+  std::string params;
+  for (size_t k = 0; k < op.new_outputs(); ++k)
+    params += (params.empty() ? "" : ", ") + tensor + " out" + (op.new_outputs() == 1 ? "" : std::to_string(k));
+  for (const c10::Argument& arg : op.arguments)
+    params += (params.empty() ? "" : ", ") + (stable ? stable_cpp_type(arg) : cpp_type(arg)) + " " + arg.name();
   values["PARAMS"] = params;
   values["OUTPUTS"] = writes                    ? ""
                       : op.new_outputs() == 1 ? ", allocated `out` with\n// the result's sizes"
                                               : ", allocated the outputs with\n// their sizes";
   values["LAYOUT_NOTE"] =
       op.shape.kind == ShapeRuleKind::Broadcast ? from_template(templates, "kernel-broadcast.cpp.in", values) : "";
+  if (stable) {
+    values["MUL_EXT"] = key == "CUDA" ? "cu" : "cpp";
+    values["REGISTER"] = writes ? "BACKPLANE_STABLE_WRITING_KERNEL" : "BACKPLANE_STABLE_KERNEL";
+    return {rel, from_template(templates, "stable/kernel.cpp.in", values)};
+  }
   values["DEVICE_NOTE"] = key == "PrivateUse1" ? from_template(templates, "PrivateUse1/kernel-device.cpp.in", values) : "";
   values["NAMESPACE"] = (key == "PrivateUse1" ? "backplane::" : "") + values["NAME"];
   values["REGISTER"] = writes ? "BACKPLANE_WRITING_KERNEL" : "BACKPLANE_KERNEL";
-  return from_template(templates, "kernel.cpp.in", values);
+  return {rel, from_template(templates, "kernel.cpp.in", values)};
+}
+
+// "2.13" as (2, 13); nullopt unless it reads major.minor.
+std::optional<std::pair<int, int>> parse_major_minor(const std::string& text) {
+  int major = 0, minor = 0;
+  char rest = 0;
+  if (std::sscanf(text.c_str(), "%d.%d%c", &major, &minor, &rest) != 2 || major < 0 || minor < 0) return std::nullopt;
+  return std::make_pair(major, minor);
 }
 
 // Why `name` cannot name a new backend, or empty. A PyTorch device type's name (as torch
@@ -193,11 +245,14 @@ void write(const fs::path& path, const std::string& text) {
 }  // namespace
 
 int new_backend_command(const Options& options) {
-  std::string name, key, dir;
+  std::string name, key, dir, torch_target;
+  bool stable = false;
   for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& arg = options.rest[i];
     if (arg == "--dispatch-key" && i + 1 < options.rest.size()) key = options.rest[++i];
     else if (arg == "--dir" && i + 1 < options.rest.size()) dir = options.rest[++i];
+    else if (arg == "--stable-abi") stable = true;
+    else if (arg == "--torch-target" && i + 1 < options.rest.size()) torch_target = options.rest[++i];
     else if (name.empty()) name = arg;
     else {
       std::cerr << "backplane new-backend: unexpected argument '" << arg << "'\n";
@@ -205,7 +260,8 @@ int new_backend_command(const Options& options) {
     }
   }
   if (name.empty() || key.empty()) {
-    std::cerr << "backplane new-backend: usage: backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--dir DIR]\n";
+    std::cerr << "backplane new-backend: usage: backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} "
+                 "[--stable-abi [--torch-target X.Y]] [--dir DIR]\n";
     return kExitUsage;
   }
   if (!is_valid_backend_name(name)) {
@@ -220,6 +276,30 @@ int new_backend_command(const Options& options) {
   if (key != "CPU" && key != "CUDA" && key != "PrivateUse1") {
     std::cerr << "backplane new-backend: --dispatch-key '" << key << "': expected CPU, CUDA or PrivateUse1\n";
     return kExitUsage;
+  }
+  const std::string here = torch_major_minor();
+  if (stable && key == "PrivateUse1") {
+    std::cerr << "backplane new-backend: --stable-abi serves CPU or CUDA kernels; a PrivateUse1 device's runtime "
+                 "(guard, allocator, hooks) needs the full ABI, which PyTorch's stable ABI does not cover\n";
+    return kExitUsage;
+  }
+  if (!torch_target.empty() && !stable) {
+    std::cerr << "backplane new-backend: --torch-target needs --stable-abi (a full-ABI plugin runs under the torch "
+                 "it is built with only)\n";
+    return kExitUsage;
+  }
+  if (stable && torch_target.empty()) torch_target = here;
+  if (stable) {
+    const auto target = parse_major_minor(torch_target), running = parse_major_minor(here);
+    if (!target) {
+      std::cerr << "backplane new-backend: --torch-target '" << torch_target << "': expected major.minor, such as 2.13\n";
+      return kExitUsage;
+    }
+    if (running && *target > *running) {
+      std::cerr << "backplane new-backend: --torch-target " << torch_target << " is later than this Backplane's torch "
+                << here << ": the plugin would not load under it\n";
+      return kExitUsage;
+    }
   }
   const std::optional<fs::path> templates =
       find_template("new-backend", BACKPLANE_NEW_BACKEND_SOURCE_DIR, "kernel.cpp.in");
@@ -254,12 +334,28 @@ int new_backend_command(const Options& options) {
     write(root / rel, text);
     ++files;
   };
-  const Values values = {{"NAME", name}, {"KEY", key}};
+  Values values = {{"NAME", name}, {"KEY", key}, {"TORCH_TARGET", torch_target}};
   Values readme = values;
   readme["DEVICE_NOTE"] = device_template ? from_template(*templates, "PrivateUse1/README-device.md.in", values) : "";
-  emit("CMakeLists.txt", from_template(*templates, key + "/CMakeLists.txt.in", values));
+  readme["ABI_NOTE"] = stable ? from_template(*templates, "stable/README-stable.md.in", values) : "";
+  readme["FLAGS"] = stable ? " --stable-abi --torch-target " + torch_target : "";
+  readme["REGISTERED"] = stable ? std::string("mul is implemented, as the worked example of a stable-ABI kernel; the others "
+                                              "are not registered yet, so they start \"not implemented\"")
+                                : "none is registered yet, so the backend starts with every op \"not implemented\"";
+  readme["REGISTER_MACRO"] = stable ? "BACKPLANE_STABLE_KERNEL" : "BACKPLANE_KERNEL";
+  readme["REGISTER_MACRO_NS"] = stable ? "BACKPLANE_STABLE_NS_KERNEL" : "BACKPLANE_NS_KERNEL";
+  readme["WHEEL_RULE"] = stable ? "`torch>=" + torch_target + "`, from `torch-target`, and a Backplane that loads stable plugins"
+                                : "`torch==X.Y.*`, the minor version it was built against, and the Backplane minor "
+                                  "version it links (`backplane==X.Y.*`)";
+  readme["WHEEL_EXCLUDE_CUDA"] = key == "CUDA" ? " --exclude 'libcudart.so*'" : "";
+  Values project = values;
+  project["ABI"] = stable ? "stable" : "full";
+  project["ABI_RULE"] = stable ? "torch>=" + torch_target + ", the torch-target below"
+                               : "torch==<the torch it is built against>.*";
+  project["TORCH_TARGET_SETTING"] = stable ? "torch-target = \"" + torch_target + "\"\n" : "";
+  emit("CMakeLists.txt", from_template(*templates, (stable ? "stable/" : "") + key + "/CMakeLists.txt.in", values));
   emit("README.md", from_template(*templates, "README.md.in", readme));
-  emit("pyproject.toml", from_template(*templates, "pyproject.toml.in", values));
+  emit("pyproject.toml", from_template(*templates, "pyproject.toml.in", project));
   if (device_template) {
     // The device layer, renamed; the template's kernels are replaced by the stubs below.
     for (const auto& entry : fs::recursive_directory_iterator(*device_template)) {
@@ -274,10 +370,15 @@ int new_backend_command(const Options& options) {
     emit(fs::path("python") / ("backplane_" + name) / "__init__.py", from_template(*templates, "package_init.py.in", values));
   }
   emit(fs::path("tests") / ("test_" + name + ".py"), from_template(*templates, "test_backend.py.in", values));
-  for (const OpDef& op : registry().ops())
-    emit(fs::path("kernels") / (op.name + ".cpp"), kernel_stub(*templates, op, values));
-  std::cout << "wrote " << files << " files to " << root.string() << "/ (" << registry().ops().size()
-            << " kernel stubs, none registered yet)\nnext:\n  cmake -S " << root.string() << " -B "
+  for (const OpDef& op : registry().ops()) {
+    const KernelFile kernel = kernel_file(*templates, op, values, stable);
+    emit(kernel.rel, kernel.text);
+  }
+  const std::string kernels = stable ? "mul implemented as the worked example, the other ops stubbed, on the stable ABI "
+                                       "for torch " + torch_target + " and later"
+                                     : std::to_string(registry().ops().size()) + " kernel stubs, none registered yet";
+  std::cout << "wrote " << files << " files to " << root.string() << "/ (" << kernels << ")\nnext:\n  cmake -S "
+            << root.string() << " -B "
             << (root / "build").string() << " && cmake --build " << (root / "build").string()
             << "\n  backplane check " << name << " --plugin-path " << (root / "build" / "lib").string() << "\n";
   return kExitOk;
