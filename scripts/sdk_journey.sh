@@ -246,7 +246,9 @@ cmake -S "$WORK/stable" -B "$WORK/stable/build" -DCMAKE_BUILD_TYPE=Release -DCMA
   -DCMAKE_CXX_COMPILER="$CXX_CHOSEN" -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213" >/dev/null
 cmake --build "$WORK/stable/build" >/dev/null
 # Built against 2.13's headers: its shim calls must all exist in 2.13's libtorch too.
-"$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/stable/build/lib/libbackplane_cpu_stable.so')" ||
+# (Autoload off: that venv holds step 6's backplane wheel, built for another torch, which
+# import torch would try and warn about.)
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/stable/build/lib/libbackplane_cpu_stable.so')" ||
   fail "the plugin does not load under torch 2.13, which it targets"
 "$WORK/prefix/bin/backplane" check cpu_stable --plugin-path "$WORK/stable/build/lib" --ops mul,identity_conv,scale_
 (cd "$ROOT" && BACKPLANE_STABLE_PLUGIN_DIR="$WORK/stable/build/lib" BACKPLANE_STABLE_TARGET=2.13 \
@@ -258,7 +260,7 @@ vega_cmake=(-DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" -DCMAKE_
             -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213")
 cmake -S "$WORK/vega" -B "$WORK/vega/build" -DCMAKE_BUILD_TYPE=Release "${vega_cmake[@]}" >/dev/null
 cmake --build "$WORK/vega/build" --parallel >/dev/null
-"$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/vega/build/lib/libbackplane_vega.so')" ||
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/vega/build/lib/libbackplane_vega.so')" ||
   fail "the vega plugin does not load under torch 2.13, which it targets"
 "$PREFIX_CLI" check vega --plugin-path "$WORK/vega/build/lib" --json > "$WORK/vega/check.json" || true
 "$PY" - "$WORK/vega/check.json" "$n_ops" <<'PY' || fail "backplane check vega: $(cat "$WORK/vega/check.json")"
