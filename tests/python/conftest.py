@@ -20,6 +20,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
 import backplane  # noqa: E402
 
+# The variables that choose plugins and their kernels. A child process a test starts gets
+# the test's own choice, not that of the shell that ran pytest.
+SELECTION_VARIABLES = ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER", "BACKPLANE_SELECTION")
+
+
+def child_env(**extra) -> dict:
+    """This process's environment without SELECTION_VARIABLES, then `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in SELECTION_VARIABLES}
+    env.update(extra)
+    return env
+
 
 @contextlib.contextmanager
 def made_once_per_run(tmp_path_factory, name):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import child_env
+
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
@@ -14,10 +16,7 @@ COMMANDS = ["list", "ops", "check", "run"]
 
 
 def cli(*args, **env):
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER", "BACKPLANE_SELECTION")}
-    full_env.update(env)
-    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env=full_env, timeout=300)
+    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env=child_env(**env), timeout=300)
 
 
 def test_top_level_help_documents_exit_codes():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import backplane
+from conftest import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -132,9 +133,8 @@ def fifo_plugin(folder: Path, where: str) -> str:
 @pytest.mark.parametrize("where", ["manifest", "registry", "library"])
 def test_list_refuses_a_fifo_instead_of_blocking_on_it(tmp_path, where):
     reason = fifo_plugin(tmp_path, where)
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER")}
     r = subprocess.run([str(BACKPLANE), "list", "--json", "--plugin-path", str(tmp_path)], capture_output=True,
-                       text=True, env=env, timeout=120)
+                       text=True, env=child_env(), timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     found = {b["name"]: b for b in json.loads(r.stdout)["backends"]}
     assert found["fifo"]["status"] == "rejected" and found["fifo"]["reason"] == reason, found["fifo"]
@@ -175,9 +175,8 @@ def test_a_fifo_as_the_probe_cache_is_not_read(tmp_path):
 
 def test_list_kills_a_probe_after_the_probe_timeout(tmp_path):
     hanging_plugin(tmp_path / "hang")
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER")}
     r = subprocess.run([str(BACKPLANE), "list", "--json", "--plugin-path", str(tmp_path / "hang")], capture_output=True,
-                       text=True, env={**env, "BACKPLANE_PROBE_TIMEOUT": "10"}, timeout=120)
+                       text=True, env=child_env(BACKPLANE_PROBE_TIMEOUT="10"), timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     found = {b["name"]: b for b in json.loads(r.stdout)["backends"]}
     assert found["init_hangs"]["status"] == "failed"

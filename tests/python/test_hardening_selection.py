@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import child_env
 from test_selection import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,10 +18,7 @@ CUDA_PLUGIN = BACKPLANE.parent.parent / "lib" / "libbackplane_cuda.so"
 
 
 def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER")}
-    env["PYTHONPATH"] = str(REPO / "python")
-    env.update(extra)
-    return env
+    return child_env(PYTHONPATH=str(REPO / "python"), **extra)
 
 
 def cli(*args, **env):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import backplane
+from conftest import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -36,9 +37,7 @@ def _file(tmp_path, text, name="selection.yaml"):
 
 
 def _child(code, **env):
-    full = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
-                                                              "BACKPLANE_SELECTION")}
-    full.update(PYTHONPATH=str(REPO / "python"), **env)
+    full = child_env(PYTHONPATH=str(REPO / "python"), **env)
     prelude = textwrap.dedent(f"""
         import warnings, torch, backplane
         warnings.simplefilter("ignore")
@@ -154,9 +153,7 @@ def test_an_unreadable_file_is_named(tmp_path):
 
 
 def _cli(*args, **env):
-    full = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
-                                                              "BACKPLANE_SELECTION")}
-    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env={**full, **env}, timeout=300)
+    return subprocess.run([str(BACKPLANE), *args], capture_output=True, text=True, env=child_env(**env), timeout=300)
 
 
 def test_the_command_applies_a_file_and_refuses_a_bad_one(tmp_path):
@@ -191,9 +188,8 @@ dist.destroy_process_group()
 def test_every_rank_of_a_job_applies_the_same_file(tmp_path, same):
     first = _file(tmp_path, SPLIT, "first.yaml")
     second = _file(tmp_path, SPLIT if same else SPLIT.replace("up_to: 100", "up_to: 200"), "second.yaml")
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_SELECTION")}
-    env.update(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="cpu", NCCL_NVLS_ENABLE="0",
-               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    env = child_env(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="cpu", NCCL_NVLS_ENABLE="0",
+                    TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
     store = tmp_path / "store"
     ranks = [subprocess.Popen([sys.executable, "-c", AGREEMENT, str(r), str(store), str(first), str(second)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for r in (0, 1)]

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import backplane
+from conftest import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -35,9 +36,7 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="cuda_stabl
 
 
 def _child(code, **env):
-    full = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
-                                                              "BACKPLANE_SELECTION")}
-    full.update(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="none", **env)  # only what the code loads
+    full = child_env(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="none", **env)  # only what the code loads
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

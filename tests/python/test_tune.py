@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import backplane
+from conftest import child_env
 from backplane import tuning
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,10 +95,8 @@ def test_the_written_file_is_read_back_by_the_core(tmp_path):
 
 
 def _tune(tmp_path, *args):
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PREFER",
-                                                             "BACKPLANE_SELECTION")}
     return subprocess.run([str(BACKPLANE), "tune", "--plugin-dir", str(FIXTURES), *args], capture_output=True,
-                          text=True, env=env, timeout=600, cwd=tmp_path)
+                          text=True, env=child_env(), timeout=600, cwd=tmp_path)
 
 
 def test_tune_refuses_fewer_than_two_plugins(tmp_path):
@@ -125,9 +124,8 @@ backplane.load("cpu", selection={str(out)!r})
 assert s.buckets == ((4096, "cpu_alt"), (None, "cpu")), s
 print("ok")
 """
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_SELECTION")}
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                          env={**env, "PYTHONPATH": str(REPO / "python")}, timeout=300)
+                          env=child_env(PYTHONPATH=str(REPO / "python")), timeout=300)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
@@ -157,7 +155,6 @@ for n in (4096, 4097, 1 << 20):
     torch.testing.assert_close(torch.ops.backplane.add(a, b), a + b)
 print("ok")
 """
-    env = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_SELECTION")}
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                          env={**env, "PYTHONPATH": str(REPO / "python")}, timeout=300)
+                          env=child_env(PYTHONPATH=str(REPO / "python")), timeout=300)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
