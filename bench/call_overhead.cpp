@@ -46,8 +46,9 @@ void register_call_overhead(const SelectedBackend& backend) {
       {"add", [](const at::Tensor& a, const at::Tensor& b) { return at::add(a, b); }},
       {"mul", [](const at::Tensor& a, const at::Tensor& b) { return at::mul(a, b); }},
   };
-  for (const auto& [op, torch_op] : ops) {
-    const std::string name = op;
+  for (const auto& entry : ops) {  // no structured binding: clang before 16 cannot capture one
+    const std::string name = entry.first;
+    const auto torch_op = entry.second;
     if (!backend.ops.count(name)) continue;
     const std::string prefix = "call_overhead_" + name + "/" + backend.name + "/";
     benchmark::RegisterBenchmark((prefix + "backplane/1").c_str(), [device, opts, plugin, name](benchmark::State& state) {
