@@ -15,17 +15,17 @@ this process and its children if the caller did not).
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from .distributed import device_name, rank_share, start
+from .distributed import device_name, finish, rank_share, start
 from .train import DecoderLM, batch, check_gradients, loss_of
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> NoReturn:
     p = argparse.ArgumentParser(prog="torchrun --nproc-per-node N -m models.train_ddp", description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--global-batch", type=int, default=64)
@@ -58,9 +58,8 @@ def main(argv=None) -> int:
         print(f"DDP over {world} GPUs ({device_name(device)}), global batch {args.global_batch}, "
               f"{args.steps} steps: every parameter's gradient matched the one-GPU run (largest difference "
               f"{worst:.2e}); one-GPU loss {first_loss:.3f} -> {loss.item():.3f}", flush=True)
-    dist.destroy_process_group()
-    return 0
+    finish(0, device)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

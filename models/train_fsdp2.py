@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import sys
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
-from .distributed import device_name, largest_difference, rank_share, start
+from .distributed import device_name, finish, largest_difference, rank_share, start
 from .train import DecoderLM, batch, loss_of
 
 TOLERANCE = dict(rtol=1e-4, atol=1e-5)
@@ -40,7 +40,7 @@ def mean_over_ranks(loss: torch.Tensor, world: int) -> torch.Tensor:
     return total / world
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> NoReturn:
     p = argparse.ArgumentParser(prog="torchrun --nproc-per-node N -m models.train_fsdp2",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda: NCCL; cpu: gloo")
@@ -87,9 +87,8 @@ def main(argv=None) -> int:
               f"parameter, gathered whole, matched the one-GPU run after every step (largest differences: loss "
               f"{worst_loss:.2e}, gradients {worst_grad:.2e}, parameters {worst_param:.2e}); one-GPU loss "
               f"{losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
-    dist.destroy_process_group()
-    return 0
+    finish(0, device)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

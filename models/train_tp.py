@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
+from typing import NoReturn
 from collections import Counter
 
 import torch
@@ -29,7 +30,7 @@ from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.debug import CommDebugMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .distributed import device_name, largest_difference, start
+from .distributed import device_name, finish, largest_difference, start
 from .tp_bench import bench
 from .tp_decoder import (LlamaDecoder, Shape, backward_collectives, forward_collectives, loss_of, parallelize,
                          token_batch)
@@ -113,7 +114,7 @@ def check(shape: Shape, batch: int, steps: int, use_backplane: bool, device, mes
         opt_single.step()
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> NoReturn:
     p = argparse.ArgumentParser(prog="torchrun --nproc-per-node N -m models.train_tp",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cuda: NCCL; cpu: gloo")
@@ -148,9 +149,8 @@ def main(argv=None) -> int:
         log(f"TP check passed: {world} ranks ({device_name(device)}), {args.ops} ops, {shape}, batch "
             f"{args.batch}, {args.steps} AdamW steps; tolerance rtol {TOLERANCE['rtol']}, "
             f"atol {TOLERANCE['atol']}")
-    dist.destroy_process_group()
-    return 0
+    finish(0, device)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

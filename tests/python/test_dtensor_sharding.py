@@ -102,7 +102,7 @@ def test_written_tensor_keeps_its_placement():
 
 
 def test_two_processes_every_allowed_placement_equals_the_full_op():
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'python'}:{os.environ.get('PYTHONPATH', '')}",
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'python'}:{ROOT}:{os.environ.get('PYTHONPATH', '')}",
            "OMP_NUM_THREADS": "1", "BACKPLANE_BACKENDS": "none"}
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                         str(ROOT / "tests/python/distributed/dtensor_checks.py")],

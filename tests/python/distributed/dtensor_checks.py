@@ -4,11 +4,11 @@ generated rule allows, equals the op on full tensors, with no collective inside 
 gradients through DTensors equal full-tensor ones; a DTensor program with backplane ops
 compiles. Prints one summary line per part; any mismatch raises (a non-zero exit).
 
-    python -m torch.distributed.run --nproc-per-node 2 tests/python/distributed/dtensor_checks.py
+    PYTHONPATH=python:. python -m torch.distributed.run --nproc-per-node 2 tests/python/distributed/dtensor_checks.py
 """
 from __future__ import annotations
 
-import sys
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -17,6 +17,7 @@ from torch.distributed.tensor.debug import CommDebugMode
 
 import backplane
 from backplane.sharding import strategies
+from models.distributed import finish
 
 backplane.load("cpu")
 DTYPE = torch.float64  # sums over ranks in another order differ only by float64 rounding
@@ -136,7 +137,7 @@ def check_compile(mesh, rank) -> str:
     return "inductor"
 
 
-def main() -> int:
+def main() -> NoReturn:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     mesh = torch.distributed.device_mesh.init_device_mesh("cpu", (dist.get_world_size(),))
@@ -147,9 +148,8 @@ def main() -> int:
         print(f"forward: {forward} op x sample x placement cases equal the full-tensor op, none with a collective")
         print(f"backward: {backward} ops' gradients through DTensors equal the full-tensor ones")
         print(f"compile: a DTensor program of backplane ops under torch.compile ({backend}) equals eager")
-    dist.destroy_process_group()
-    return 0
+    finish(0, torch.device("cpu"))  # not a plain exit: models.distributed.finish says why
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
