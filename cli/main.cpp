@@ -153,7 +153,7 @@ const std::map<std::string, Command>& commands() {
         false, bench_command}},
       {"tune",
        {"backplane tune --backends a,b[,..] [--ops a,b] [--shapes all|a,b] [--dtypes ..] [--margin PCT] "
-        "[--out FILE] [--min-time S] [--max-time S] [--cuda-graph] [--json F] [common flags]",
+        "[--out FILE] [--min-time S] [--max-time S] [--cuda-graph] [--json F | --from-json F] [common flags]",
         "For each op two or more of the named plugins serve on one device, time each plugin's kernel over the\n"
         "registry's bench presets and write a selection file: per op, size ranges -> plugin, with the figures\n"
         "that decided them (docs/selection.md). Apply it with --selection FILE, BACKPLANE_SELECTION=FILE or\n"
@@ -164,9 +164,12 @@ const std::map<std::string, Command>& commands() {
         "  --dtypes a,b           (default: float32); a size is decided over every dtype timed\n"
         "  --margin PCT           how much faster another plugin must be to take a size (default 5)\n"
         "  --out FILE             the selection file (default: backplane_selection.yaml)\n"
-        "  --json FILE            also keep the engine's JSON",
-        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--cuda-graph", "--json"},
-        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--json"},
+        "  --json FILE            also keep the engine's JSON\n"
+        "  --from-json FILE       decide from an earlier run's JSON (--json here, or bench --json) instead of\n"
+        "                         timing: another --margin, or figures taken on the machine that will serve",
+        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--cuda-graph", "--json",
+         "--from-json"},
+        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--json", "--from-json"},
         false, tune_command}},
   };
   return all;

@@ -2,6 +2,7 @@
 
     backplane tune --backends cuda,cuda_alt [--ops add,mul] [--shapes all|NAME,...]
                    [--dtypes float32,bfloat16] [--margin 5] [--out selection.yaml]
+    backplane tune --backends cuda,cuda_alt --from-json run.json [--margin 5] [--out ...]
 
 For every op that two or more of the named plugins serve on one device, the benchmark
 engine times each plugin's kernel (the engine holds a preference for the plugin whose row
@@ -9,7 +10,9 @@ it times) over the registry's bench presets (`--shapes`: all of them by default,
 named), and this writes a selection file (core/include/backplane/selection_file.h): per
 op and dispatch key, size ranges -> plugin, with the figures that decided each range.
 Apply it with backplane.load(..., selection=FILE), BACKPLANE_SELECTION=FILE or
-`backplane --selection FILE <command>`.
+`backplane --selection FILE <command>`. `--from-json` decides from an earlier run's engine
+JSON (`tune --json`, `bench --json`) instead of timing: another margin, or figures taken
+on the machine that will serve.
 
 How a range is decided:
 - A preset's size is the element count of its largest Tensor argument, the measure the
@@ -175,14 +178,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-time", type=float, help="most seconds each row samples (the engine's default 0.5)")
     p.add_argument("--cuda-graph", action="store_true", help="time cuda rows as CUDA graph replays")
     p.add_argument("--json", help="also keep the engine's JSON here")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="decide from this earlier run's engine JSON (tune --json, bench --json) instead of "
+                        "timing; --ops, --shapes, --dtypes and the timing flags then do not apply")
     p.add_argument("--out", default="backplane_selection.yaml", help="the selection file to write")
     return p
 
 
-def main(argv=None) -> int:
-    """Exit 0; 2: bad flags, a backend list of fewer than two, or an engine that failed."""
+def _figures(args, backends: list[str]) -> dict:
+    """The engine's JSON to decide from: an earlier run's (--from-json), else a run now."""
     from . import bench
 
+    if args.from_json:
+        try:
+            return bench.load(args.from_json)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--from-json: expected the benchmark engine's JSON, found: {e}") from e
+    extra = [f"--min-time={args.min_time}"] if args.min_time else []
+    extra += [f"--max-time={args.max_time}"] if args.max_time else []
+    return bench.run(backends, args.ops, args.dtypes, args.shapes, 1, args.json, quiet=True, extra=extra,
+                     cuda_graph=args.cuda_graph)
+
+
+def main(argv=None) -> int:
+    """Exit 0; 2: bad flags, a backend list of fewer than two, a --from-json file that is not
+    the engine's JSON, or an engine that failed."""
     args = parser().parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if len(backends) < 2:
@@ -192,11 +212,8 @@ def main(argv=None) -> int:
     if not 0 <= args.margin < 100:
         print(f"backplane tune: --margin: expected a percentage from 0 to 100, found {args.margin}", file=sys.stderr)
         return 2
-    extra = [f"--min-time={args.min_time}"] if args.min_time else []
-    extra += [f"--max-time={args.max_time}"] if args.max_time else []
     try:
-        results = bench.run(backends, args.ops, args.dtypes, args.shapes, 1, args.json, quiet=True, extra=extra,
-                            cuda_graph=args.cuda_graph)
+        results = _figures(args, backends)
         with warnings.catch_warnings():  # "two plugins serve add": the very thing being decided
             warnings.simplefilter("ignore")
             for b in backends:

@@ -1,7 +1,11 @@
 """`backplane tune` (python/backplane/tuning.py): how measurements become a selection
 file, and, end to end, cpu_alt against cpu on add (tests/fixtures/alt_plugin.cpp: as fast
-as aten's for small tensors, several times slower for large ones, by construction)."""
+as aten's for small tensors, several times slower for large ones, by construction). The
+decisions are checked on given figures (--from-json); the engine run is checked for what
+it must produce whatever the machine's load, never for which plugin won."""
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +15,7 @@ import pytest
 import backplane
 from conftest import child_env
 from backplane import tuning
+from backplane.bench import rows as bench_rows
 
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -104,17 +109,18 @@ def test_tune_refuses_fewer_than_two_plugins(tmp_path):
     assert r.returncode == 2 and "expected two or more plugins to choose among, found 'cpu'" in r.stderr
 
 
-def test_tune_finds_the_split_cpu_alt_was_built_with(tmp_path):
-    # cpu_alt first: it keeps the small size (its quick loop), cpu takes the large one (cpu_alt
-    # makes 8 passes there, several times slower). The margin is wide, so a busy machine's
-    # noise cannot flip either decision; the figures are in the file either way.
+def test_tune_decides_from_an_earlier_run_and_the_core_reads_the_file_back(tmp_path):
+    # Figures given (--from-json), so the decision is exact: cpu_alt, loaded first, keeps
+    # 4K (where it is not slower), cpu takes 1M (5x faster there).
+    figures = tmp_path / "run.json"
+    rows = [_row("add", "cpu_alt", "4K_elements", 2.0), _row("add", "cpu", "4K_elements", 2.0),
+            _row("add", "cpu_alt", "1M_elements", 500.0), _row("add", "cpu", "1M_elements", 100.0)]
+    figures.write_text(json.dumps({"context": _context("cpu_alt", "cpu"), "benchmarks": rows}))
     out = tmp_path / "sel.yaml"
-    r = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--ops", "add", "--shapes", "4K_elements,1M_elements",
-              "--margin", "40", "--min-time", "0.02", "--max-time", "0.2", "--out", str(out))
+    r = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--from-json", str(figures), "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "add              CPU          up to 4096: cpu_alt, larger: cpu" in r.stdout, r.stdout
-    text = out.read_text()
-    assert "made_by: {command: \"backplane tune --backends cpu_alt,cpu --ops add" in text
+    assert f'made_by: {{command: "backplane tune --backends cpu_alt,cpu --from-json {figures}' in out.read_text()
     check = f"""
 import warnings, torch, backplane
 warnings.simplefilter("ignore")
@@ -127,6 +133,40 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                           env=child_env(PYTHONPATH=str(REPO / "python")), timeout=300)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_tune_refuses_a_from_json_file_that_is_not_the_engines(tmp_path):
+    (tmp_path / "notes.json").write_text('{"rows": []}')
+    for given, found in [(tmp_path / "notes.json", 'no "benchmarks" list'),
+                         (tmp_path / "absent.json", "No such file or directory")]:
+        r = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--from-json", str(given))
+        assert r.returncode == 2, r.stdout
+        assert "backplane tune: --from-json: expected the benchmark engine's JSON, found: " in r.stderr, r.stderr
+        assert found in r.stderr and str(given) in r.stderr, r.stderr
+    assert not (tmp_path / "backplane_selection.yaml").exists()
+
+
+def test_tune_times_each_plugin_at_every_size_and_keeps_the_figures(tmp_path):
+    # The engine run itself. Which plugin wins is the machine's to say (a busy CI machine
+    # can flip a close size), so this checks what is exact: both plugins timed and checked
+    # at both sizes, every size decided for one of them, the figures in the file and in
+    # the JSON kept with --json, which --from-json then decides from alike.
+    out, kept = tmp_path / "sel.yaml", tmp_path / "run.json"
+    r = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--ops", "add", "--shapes", "4K_elements,1M_elements",
+              "--min-time", "0.02", "--max-time", "0.2", "--json", str(kept), "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("add ")]
+    assert re.fullmatch(r"add +CPU +(every size: (cpu_alt|cpu)|up to 4096: (cpu_alt|cpu), larger: (cpu_alt|cpu))",
+                        line), line
+    timed = {(row.backend, row.shape) for row in bench_rows(json.loads(kept.read_text()))
+             if row.op == "add" and row.impl == "backplane" and not row.error and row.times_us}
+    assert timed == {(b, s) for b in ("cpu_alt", "cpu") for s in ("4K_elements", "1M_elements")}, timed
+    text = out.read_text()
+    for preset in ("4K_elements", "1M_elements"):
+        m = re.search(rf'{{preset: "{preset}", dtype: float32, elements: \d+, median_us: {{([^}}]*)}}}}', text)
+        assert m and sorted(t.split(": ")[0] for t in m.group(1).split(", ")) == ["cpu", "cpu_alt"], text
+    again = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--from-json", str(kept), "--out", str(tmp_path / "b.yaml"))
+    assert again.returncode == 0 and line in again.stdout.splitlines(), (line, again.stdout, again.stderr)
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU (the GPU machine)")
