@@ -134,6 +134,9 @@ def main(argv=None) -> NoReturn:
     defaults = BENCH_SHAPE if args.bench else CHECK_SHAPE
     shape = Shape(**{name: getattr(args, name) or getattr(defaults, name) for name in Shape.__dataclass_fields__})
     rank, world, device = start(args.device)
+    if world < 2:
+        raise SystemExit(f"models.train_tp: expected two or more ranks (torchrun --nproc-per-node 2 or more), found "
+                         f"{world}: one rank has nothing to split")
     shape.check_divides(world)
     mesh = init_device_mesh(args.device, (world,))
 

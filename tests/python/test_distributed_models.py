@@ -16,14 +16,17 @@ TWO_GPUS = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device
                               reason="needs two CUDA devices (NCCL, one process per GPU)")
 
 
-def torchrun(module, *args, timeout):
-    """Runs `module` in two processes; returns rank 0's output, failing with both ranks' on error.
-    --standalone takes a free port: tests on other pytest-xdist workers run beside it."""
+def torchrun(module, *args, timeout, ranks=2, check=True):
+    """Runs `module` in `ranks` processes; returns rank 0's output, failing with every rank's on
+    error (check=False: returns the finished process instead). --standalone takes a free port:
+    tests on other pytest-xdist workers run beside it."""
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'python'}:{REPO}", "NCCL_NVLS_ENABLE": "0",
            "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
     env.pop("BACKPLANE_BACKENDS", None)
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
                         "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    if not check:
+        return r
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
     return r.stdout
 
@@ -34,6 +37,13 @@ def test_tensor_parallel_on_cpu_matches_one_process():
     assert "backplane ops on DTensors {'add': 4, 'rms_norm': 5}" in out, out
     assert "backplane ops on DTensors {'rms_norm_backward': 5}" in out, out
     assert "TP check passed: 2 ranks (CPU), backplane ops" in out, out
+
+
+def test_tensor_parallel_refuses_a_single_rank():
+    r = torchrun("models.train_tp", "--device", "cpu", timeout=120, ranks=1, check=False)
+    assert r.returncode != 0
+    assert "models.train_tp: expected two or more ranks (torchrun --nproc-per-node 2 or more), found 1" in r.stderr, \
+        r.stderr[-3000:]
 
 
 @TWO_GPUS
