@@ -78,6 +78,11 @@ std::string stable_cpp_type(const c10::Argument& arg) {
     case c10::TypeKind::FloatType: return "double";
     case c10::TypeKind::IntType: return "int64_t";
     case c10::TypeKind::BoolType: return "bool";
+    case c10::TypeKind::NumberType: return "const backplane::stable::Scalar&";
+    case c10::TypeKind::ListType:
+      return arg.type()->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::IntType
+                 ? "backplane::stable::IntList"
+                 : "";
     default: return "";
   }
 }

@@ -60,9 +60,11 @@ def test_a_cpu_scaffold_writes_mul_and_stable_stubs(tmp_path):
             "const torch::stable::Tensor& grad, const torch::stable::Tensor& x, const torch::stable::Tensor& weight, "
             "double eps)") in rms
     add = (kernels / "add.cpp").read_text()
-    assert "argument 'alpha' is Scalar" in add and "BACKPLANE_STABLE" not in add
+    assert ("void add(torch::stable::Tensor& out, const torch::stable::Tensor& a, const torch::stable::Tensor& b, "
+            "const backplane::stable::Scalar& alpha)") in add
+    assert "// BACKPLANE_STABLE_KERNEL(CPU, add, vega::add)" in add
     crop = (kernels / "crop.cpp").read_text()
-    assert "argument 'box' is int[]" in crop
+    assert "void crop(torch::stable::Tensor& out, const torch::stable::Tensor& img, backplane::stable::IntList box)" in crop
     readme = (tmp_path / "README.md").read_text()
     assert "--stable-abi --torch-target 2.11" in readme and "torch 2.11 and every later release" in readme
     assert "`torch>=2.11`" in readme

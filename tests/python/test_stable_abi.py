@@ -1,6 +1,6 @@
 """Kernel plugins on PyTorch's stable ABI (backplane/stable_kernel.h, stable_api.h): the
-fixture cpu_stable (tests/fixtures/stable/stable_plugin.cpp: mul, identity_conv, scale_)
-loads through the core's C interface, passes the conformance suite and opcheck, shares a
+fixture cpu_stable (tests/fixtures/stable/stable_plugin.cpp: mul, add with its Scalar
+alpha, crop with its int[4] box, identity_conv, scale_) loads through the core's C interface, passes the conformance suite and opcheck, shares a
 device with cpu through the core's selection, and the loader's version rule holds. The
 CUDA fixture cuda_stable (stable_cuda_plugin.cu, TORCH_TARGET 2.11) does the same on a GPU,
 on the caller's stream and device.
@@ -26,7 +26,8 @@ BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backp
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_PLUGIN_DIR", FIXTURES))
 CUDA_PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_CUDA_PLUGIN_DIR", FIXTURES))
-OPS = ("mul", "identity_conv", "scale_")
+CPU_OPS = ("mul", "add", "crop", "identity_conv", "scale_")
+CUDA_OPS = ("mul", "identity_conv", "scale_")
 
 needs_cpu_stable = pytest.mark.skipif(not (PLUGIN_DIR / "libbackplane_cpu_stable.so").is_file(),
                                       reason=f"no cpu_stable plugin in {PLUGIN_DIR}")
@@ -70,19 +71,20 @@ def test_the_binary_needs_no_libtorch_cpp_symbol(plugin):
     assert any(s.startswith("aoti_torch_") for s in undefined)
 
 
-@pytest.mark.parametrize("plugin,directory,device", [
-    pytest.param("cpu_stable", PLUGIN_DIR, "cpu", marks=needs_cpu_stable, id="cpu_stable"),
-    pytest.param("cuda_stable", CUDA_PLUGIN_DIR, "cuda", marks=[needs_cuda_stable, needs_gpu], id="cuda_stable"),
+@pytest.mark.parametrize("plugin,directory,device,plugin_ops", [
+    pytest.param("cpu_stable", PLUGIN_DIR, "cpu", CPU_OPS, marks=needs_cpu_stable, id="cpu_stable"),
+    pytest.param("cuda_stable", CUDA_PLUGIN_DIR, "cuda", CUDA_OPS, marks=[needs_cuda_stable, needs_gpu],
+                 id="cuda_stable"),
 ])
-def test_conformance_and_opcheck(plugin, directory, device):
+def test_conformance_and_opcheck(plugin, directory, device, plugin_ops):
     _child(f"""
 import torch, backplane
 (b,) = backplane.load({plugin!r}, path={str(directory)!r})
-assert (b.status, b.torch_abi, sorted(b.ops)) == ("loaded", "stable", sorted({OPS!r})), b
-outcomes = {{(r.op, r.outcome) for r in backplane.check({plugin!r}, list({OPS!r}))}}
-assert {{o for _, o in outcomes}} <= {{"passed", "skipped"}} and {{op for op, o in outcomes if o == "passed"}} == set({OPS!r}), outcomes
+assert (b.status, b.torch_abi, sorted(b.ops)) == ("loaded", "stable", sorted({plugin_ops!r})), b
+outcomes = {{(r.op, r.outcome) for r in backplane.check({plugin!r}, list({plugin_ops!r}))}}
+assert {{o for _, o in outcomes}} <= {{"passed", "skipped"}} and {{op for op, o in outcomes if o == "passed"}} == set({plugin_ops!r}), outcomes
 ops = {{o.name: o for o in backplane.ops()}}
-for name in {OPS!r}:
+for name in {plugin_ops!r}:
     for index in range(len(ops[name].samples)):
         for dtype in (torch.float32, torch.bfloat16):
             args, kwargs = backplane.sample_call(ops[name], index, dtype=dtype, device={device!r})
@@ -105,6 +107,15 @@ y = torch.randn(4, 6)[:, 1:5]
 expected = y * 0.5
 torch.ops.backplane.scale_(y, 0.5)
 assert torch.equal(y, expected)
+# add's alpha, a Scalar, a float or an int as the caller gave it (aten's add fuses the
+# multiply-add, this plain loop rounds twice: close, not equal); crop's box, an int[4], on
+# a strided view.
+c = torch.randn(1000, dtype=torch.float64)
+for alpha in (2.5, -1, (1 << 60) + 1):
+    torch.testing.assert_close(torch.ops.backplane.add(a, b.t(), alpha=alpha), torch.add(a, b.t(), alpha=alpha))
+    torch.testing.assert_close(torch.ops.backplane.add(c, c, alpha=alpha), torch.add(c, c, alpha=alpha))
+img = torch.randn(2, 3, 10, 24)[..., ::2]
+assert torch.equal(torch.ops.backplane.crop(img, [1, 2, 5, 7]), img[..., 1:6, 2:9])
 print("ok")
 """)
 

@@ -26,26 +26,87 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace backplane::detail {
 namespace {
 
 thread_local std::string last_error_message;
 
-// The argument types a stable value carries (stable_api.h); anything else is refused
-// when the kernel is offered, naming the argument.
-enum class Carried { Tensor, Int, Float, Bool };
+// The argument kinds a stable value carries (stable_api.h); any other is refused when the
+// kernel is offered, naming the argument. Version 1 plugins get the first four only.
+using Kind = BackplaneStableKind;
 
-Carried carried(const c10::Argument& arg, const std::string& op) {
+std::optional<Kind> kind_of(const c10::Argument& arg) {
   switch (arg.type()->kind()) {
-    case c10::TypeKind::TensorType: return Carried::Tensor;
-    case c10::TypeKind::IntType: return Carried::Int;
-    case c10::TypeKind::FloatType: return Carried::Float;
-    case c10::TypeKind::BoolType: return Carried::Bool;
-    default:
-      throw std::invalid_argument(op + ": argument '" + arg.name() + "' is " + arg.type()->str() +
-                                  "; the stable kernel path carries Tensor, int, float and bool arguments");
+    case c10::TypeKind::TensorType: return BACKPLANE_STABLE_TENSOR;
+    case c10::TypeKind::IntType: return BACKPLANE_STABLE_INT;
+    case c10::TypeKind::FloatType: return BACKPLANE_STABLE_FLOAT;
+    case c10::TypeKind::BoolType: return BACKPLANE_STABLE_BOOL;
+    case c10::TypeKind::NumberType: return BACKPLANE_STABLE_SCALAR;
+    case c10::TypeKind::ListType:
+      if (arg.type()->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::IntType)
+        return BACKPLANE_STABLE_INT_LIST;
+      return std::nullopt;
+    default: return std::nullopt;
   }
+}
+
+// The C++ parameter type a plugin writes for a kind (stable_kernel.h), for messages.
+const char* parameter_type(int32_t kind) {
+  switch (kind) {
+    case BACKPLANE_STABLE_TENSOR: return "torch::stable::Tensor";
+    case BACKPLANE_STABLE_INT: return "int64_t";
+    case BACKPLANE_STABLE_FLOAT: return "double";
+    case BACKPLANE_STABLE_BOOL: return "bool";
+    case BACKPLANE_STABLE_SCALAR: return "backplane::stable::Scalar";
+    case BACKPLANE_STABLE_INT_LIST: return "backplane::stable::IntList";
+    default: return "a kind this core does not know";
+  }
+}
+
+// The kinds of `schema`'s arguments for a plugin of interface `version`, each checked
+// against `declared` (the kernel's own, version 2; nullptr for version 1, which declares
+// only a count).
+std::vector<Kind> argument_kinds(const c10::FunctionSchema& schema, const std::string& op, int version,
+                                 const int32_t* declared) {
+  std::vector<Kind> kinds;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const c10::Argument& arg = schema.arguments()[i];
+    const auto kind = kind_of(arg);
+    if (!kind || (version < 2 && *kind > BACKPLANE_STABLE_BOOL))
+      throw std::invalid_argument(
+          op + ": argument '" + arg.name() + "' is " + arg.type()->str() + "; the stable kernel path " +
+          (version < 2 ? "carries Tensor, int, float and bool arguments to a plugin built against its interface "
+                         "version 1 (version 2 adds Scalar and int[]: rebuild the plugin against this Backplane's "
+                         "stable_kernel.h)"
+                       : "carries Tensor, int, float, bool, Scalar and int[] arguments"));
+    if (declared != nullptr && declared[i] != *kind)
+      throw std::invalid_argument(op + ": argument '" + arg.name() + "' is " + arg.type()->str() +
+                                  ", the kernel's parameter for it is " + parameter_type(declared[i]) +
+                                  " (expected " + parameter_type(*kind) + ")");
+    kinds.push_back(*kind);
+  }
+  return kinds;
+}
+
+// A Scalar argument as it crosses (stable_api.h).
+BackplaneStableScalar stable_scalar(const c10::IValue& value, const std::string& op) {
+  const c10::Scalar s = value.toScalar();
+  BackplaneStableScalar out{BACKPLANE_STABLE_SCALAR_DOUBLE, 0, 0};
+  if (s.isBoolean()) {
+    out.type = BACKPLANE_STABLE_SCALAR_BOOL;
+    out.bits = s.toBool() ? 1 : 0;
+  } else if (s.isIntegral(false)) {
+    out.type = BACKPLANE_STABLE_SCALAR_INT;
+    out.bits = static_cast<uint64_t>(s.toLong());
+  } else if (s.isFloatingPoint()) {
+    const double d = s.toDouble();
+    std::memcpy(&out.bits, &d, sizeof d);
+  } else {
+    TORCH_CHECK(false, op, ": a stable kernel takes a real Scalar (float, int or bool), found ", s.type());
+  }
+  return out;
 }
 
 // The device's current stream as its runtime's handle (cudaStream_t on CUDA); NULL for a
@@ -60,10 +121,9 @@ void* native_stream(c10::Device device) {
 
 class StableKernel final : public c10::OperatorKernel {
  public:
-  StableKernel(const OpDef& def, const c10::FunctionSchema& schema, BackplaneStableKernel fn)
-      : contract_(def.qualified_name()), writes_(def.writes()), fn_(fn) {
-    for (const auto& arg : schema.arguments()) kinds_.push_back(carried(arg, def.qualified_name()));
-    outputs_ = writes_ ? 0 : schema.returns().size();
+  StableKernel(const OpDef& def, std::vector<Kind> kinds, BackplaneStableKernel fn)
+      : contract_(def.qualified_name()), writes_(def.writes()), kinds_(std::move(kinds)), fn_(fn) {
+    outputs_ = writes_ ? 0 : def.new_outputs();
   }
 
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -97,23 +157,39 @@ class StableKernel final : public c10::OperatorKernel {
       ctx.device_index = device->has_index() ? device->index() : -1;
       if (!device->is_cpu()) ctx.stream = native_stream(*device);
     }
-    // Borrowed handles: an AtenTensorHandle is an at::Tensor*, alive for the call.
+    // Borrowed handles: an AtenTensorHandle is an at::Tensor*, alive for the call; a Scalar
+    // or an int[] is the address of its struct here (reserved up front: never moved).
     std::vector<uint64_t> values;
     values.reserve(outs.size() + args.size());
+    std::vector<BackplaneStableScalar> scalars;
+    std::vector<std::vector<int64_t>> int_lists;
+    std::vector<BackplaneStableIntList> lists;
+    scalars.reserve(args.size());
+    int_lists.reserve(args.size());
+    lists.reserve(args.size());
     for (auto& out : outs) values.push_back(reinterpret_cast<uint64_t>(&out));
     for (size_t i = 0; i < args.size(); ++i) {
       const c10::IValue& a = args[i];
       switch (kinds_[i]) {
-        case Carried::Tensor: values.push_back(reinterpret_cast<uint64_t>(&a.toTensor())); break;
-        case Carried::Int: values.push_back(static_cast<uint64_t>(a.toInt())); break;
-        case Carried::Bool: values.push_back(a.toBool() ? 1 : 0); break;
-        case Carried::Float: {
+        case BACKPLANE_STABLE_TENSOR: values.push_back(reinterpret_cast<uint64_t>(&a.toTensor())); break;
+        case BACKPLANE_STABLE_INT: values.push_back(static_cast<uint64_t>(a.toInt())); break;
+        case BACKPLANE_STABLE_BOOL: values.push_back(a.toBool() ? 1 : 0); break;
+        case BACKPLANE_STABLE_FLOAT: {
           const double d = a.toDouble();
           uint64_t bits;
           std::memcpy(&bits, &d, sizeof bits);
           values.push_back(bits);
           break;
         }
+        case BACKPLANE_STABLE_SCALAR:
+          scalars.push_back(stable_scalar(a, contract_.qualified_name()));
+          values.push_back(reinterpret_cast<uint64_t>(&scalars.back()));
+          break;
+        case BACKPLANE_STABLE_INT_LIST:
+          int_lists.push_back(a.toIntVector());
+          lists.push_back({int_lists.back().data(), int_lists.back().size()});
+          values.push_back(reinterpret_cast<uint64_t>(&lists.back()));
+          break;
       }
     }
     if (const char* error = fn_(&ctx, values.data(), outs.size(), args.size()))
@@ -123,44 +199,74 @@ class StableKernel final : public c10::OperatorKernel {
   OpContract contract_;
   bool writes_;
   size_t outputs_ = 1;
-  std::vector<Carried> kinds_;
+  std::vector<Kind> kinds_;
   BackplaneStableKernel fn_;
 };
 
-int32_t offer(const char* op, const char* dispatch_key, BackplaneStableKernel fn, uint64_t target) {
+// Registers fn for op on dispatch_key; `version` and `declared` as argument_kinds takes
+// them. Throws, saying why, where it cannot serve.
+void register_kernel(const char* op, const char* dispatch_key, BackplaneStableKernel fn, uint64_t target, int version,
+                     const BackplaneStableKernelInfo* declared) {
+  const OpDef* def = find_op_def(op);
+  if (def == nullptr) throw std::invalid_argument(std::string("no op '") + op + "' in the registry or a loaded fragment");
+  const c10::DispatchKey key = c10::parseDispatchKey(dispatch_key);
+  const auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(def->qualified_name(), ""));
+  if (!handle) throw std::invalid_argument(def->qualified_name() + " is not defined in this process");
+  const int target_major = static_cast<int>((target >> 56) & 0xff), target_minor = static_cast<int>((target >> 48) & 0xff);
+  const auto here = major_minor(torch_major_minor());
+  if (here && std::make_pair(target_major, target_minor) > *here)
+    throw std::invalid_argument("built with TORCH_TARGET_VERSION " + std::to_string(target_major) + "." +
+                                std::to_string(target_minor) + ", later than this process's torch " +
+                                torch_major_minor());
+  const c10::FunctionSchema& schema = handle->schema();
+  const size_t outputs = def->writes() ? 0 : def->new_outputs();
+  if (declared != nullptr && (declared->num_outputs != outputs || declared->num_params != schema.arguments().size()))
+    throw std::invalid_argument(def->qualified_name() + ": the kernel takes " + std::to_string(declared->num_outputs) +
+                                " output(s) and " + std::to_string(declared->num_params) +
+                                " argument(s), the op's schema has " + std::to_string(outputs) + " and " +
+                                std::to_string(schema.arguments().size()));
+  const auto kinds =
+      argument_kinds(schema, def->qualified_name(), version, declared ? declared->param_kinds : nullptr);
+  // One library object per offer, kept for the process: the registration lives as long.
+  static std::mutex mutex;
+  static auto* libraries = new std::list<torch::Library>();
+  std::lock_guard<std::mutex> lock(mutex);
+  torch::Library& m = libraries->emplace_back(torch::Library::IMPL, def->ns, key, __FILE__, __LINE__);
+  offer_kernel(m, def->qualified_name().c_str(), key,
+               c10::KernelFunction::makeFromBoxedFunctor(std::make_unique<StableKernel>(*def, kinds, fn)),
+               torch::CppFunction::makeFromBoxedFunctor(std::make_unique<StableKernel>(*def, kinds, fn)));
+}
+
+// Runs body, turning a throw into 1 and last_error()'s message.
+template <typename Body>
+int32_t reporting(Body&& body) {
   try {
-    const OpDef* def = find_op_def(op);
-    if (def == nullptr) throw std::invalid_argument(std::string("no op '") + op + "' in the registry or a loaded fragment");
-    const c10::DispatchKey key = c10::parseDispatchKey(dispatch_key);
-    const auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(def->qualified_name(), ""));
-    if (!handle) throw std::invalid_argument(def->qualified_name() + " is not defined in this process");
-    const int target_major = static_cast<int>((target >> 56) & 0xff), target_minor = static_cast<int>((target >> 48) & 0xff);
-    const auto here = major_minor(torch_major_minor());
-    if (here && std::make_pair(target_major, target_minor) > *here)
-      throw std::invalid_argument("built with TORCH_TARGET_VERSION " + std::to_string(target_major) + "." +
-                                  std::to_string(target_minor) + ", later than this process's torch " +
-                                  torch_major_minor());
-    // One library object per offer, kept for the process: the registration lives as long.
-    static std::mutex mutex;
-    static auto* libraries = new std::list<torch::Library>();
-    std::lock_guard<std::mutex> lock(mutex);
-    torch::Library& m = libraries->emplace_back(torch::Library::IMPL, def->ns, key, __FILE__, __LINE__);
-    offer_kernel(m, def->qualified_name().c_str(), key,
-                 c10::KernelFunction::makeFromBoxedFunctor(std::make_unique<StableKernel>(*def, handle->schema(), fn)),
-                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<StableKernel>(*def, handle->schema(), fn)));
+    body();
     return 0;
   } catch (const c10::Error& e) {
     last_error_message = e.what_without_backtrace();
-    return 1;
   } catch (const std::exception& e) {
     last_error_message = e.what();
-    return 1;
   }
+  return 1;
+}
+
+int32_t offer(const char* op, const char* dispatch_key, BackplaneStableKernel fn, uint64_t target) {
+  return reporting([&] { register_kernel(op, dispatch_key, fn, target, 1, nullptr); });
+}
+
+int32_t offer_typed(const BackplaneStableKernelInfo* kernel) {
+  return reporting([&] {
+    if (kernel == nullptr || kernel->struct_size < sizeof(BackplaneStableKernelInfo))
+      throw std::invalid_argument("a kernel offered with a BackplaneStableKernelInfo smaller than version 2's");
+    register_kernel(kernel->op, kernel->dispatch_key, kernel->fn, kernel->torch_target_version, 2, kernel);
+  });
 }
 
 const char* last_error() { return last_error_message.c_str(); }
 
-const BackplaneStableApi kApi = {sizeof(BackplaneStableApi), BACKPLANE_STABLE_API_VERSION, 0, &offer, &last_error};
+const BackplaneStableApi kApi = {sizeof(BackplaneStableApi), BACKPLANE_STABLE_API_VERSION, 0, &offer, &last_error,
+                                 &offer_typed};
 
 }  // namespace
 
