@@ -3,7 +3,8 @@ fixture cpu_stable (tests/fixtures/stable/stable_plugin.cpp: mul, add with its S
 alpha, crop with its int[4] box, identity_conv, scale_) loads through the core's C interface, passes the conformance suite and opcheck, shares a
 device with cpu through the core's selection, and the loader's version rule holds. The
 CUDA fixture cuda_stable (stable_cuda_plugin.cu, TORCH_TARGET 2.11) does the same on a GPU,
-on the caller's stream and device.
+on the caller's stream and device. cpu_stable_v1 (v1_plugin.cpp) is a plugin built against
+the interface's version 1, which must keep loading.
 
 BACKPLANE_STABLE_PLUGIN_DIR names another build of cpu_stable: the SDK journey sets it to
 one built against an older torch's headers (scripts/sdk_journey.sh, step 7), and these
@@ -62,6 +63,7 @@ def _undefined_symbols(library):
 @pytest.mark.parametrize("plugin", [
     pytest.param(PLUGIN_DIR / "libbackplane_cpu_stable.so", marks=needs_cpu_stable, id="cpu_stable"),
     pytest.param(CUDA_PLUGIN_DIR / "libbackplane_cuda_stable.so", marks=needs_cuda_stable, id="cuda_stable"),
+    pytest.param(FIXTURES / "libbackplane_cpu_stable_v1.so", id="cpu_stable_v1"),
 ])
 def test_the_binary_needs_no_libtorch_cpp_symbol(plugin):
     # Only the stable C shim (aoti_torch_*, torch_*) may cross: a C++ symbol of c10, at or
@@ -89,6 +91,24 @@ for name in {plugin_ops!r}:
         for dtype in (torch.float32, torch.bfloat16):
             args, kwargs = backplane.sample_call(ops[name], index, dtype=dtype, device={device!r})
             torch.library.opcheck(backplane.torch_op(name).default, args, kwargs)
+print("ok")
+""")
+
+
+def test_a_plugin_built_against_interface_version_1_keeps_loading_and_serving():
+    # tests/fixtures/stable/v1_plugin.cpp: built on the frozen version-1 header, offering mul
+    # through offer_kernel as plugins of that time do.
+    _child(f"""
+import torch, backplane
+(b,) = backplane.load("cpu_stable_v1", path={str(FIXTURES)!r})
+assert (b.status, b.torch_abi, b.ops) == ("loaded", "stable", ("mul",)), b
+a, c = torch.randn(5, 7), torch.randn(5, 7)
+assert torch.equal(torch.ops.backplane.mul(a, c), a * c)
+try:
+    torch.ops.backplane.mul(a.bfloat16(), c.bfloat16())
+    raise SystemExit("a dtype the kernel refuses was computed")
+except RuntimeError as e:
+    assert "backplane::mul: cpu_stable_v1 computes float32 tensors of out's sizes, contiguous, only" in str(e), e
 print("ok")
 """)
 
