@@ -18,7 +18,6 @@ import argparse
 from typing import NoReturn
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from .distributed import device_name, finish, rank_share, start

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import backplane
 from conftest import child_env
 
 REPO = Path(__file__).resolve().parents[2]
