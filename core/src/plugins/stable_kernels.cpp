@@ -13,6 +13,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
@@ -124,6 +125,8 @@ class StableKernel final : public c10::OperatorKernel {
   StableKernel(const OpDef& def, std::vector<Kind> kinds, BackplaneStableKernel fn)
       : contract_(def.qualified_name()), writes_(def.writes()), kinds_(std::move(kinds)), fn_(fn) {
     outputs_ = writes_ ? 0 : def.new_outputs();
+    scalars_ = std::count(kinds_.begin(), kinds_.end(), BACKPLANE_STABLE_SCALAR);
+    lists_ = std::count(kinds_.begin(), kinds_.end(), BACKPLANE_STABLE_INT_LIST);
   }
 
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -158,15 +161,16 @@ class StableKernel final : public c10::OperatorKernel {
       if (!device->is_cpu()) ctx.stream = native_stream(*device);
     }
     // Borrowed handles: an AtenTensorHandle is an at::Tensor*, alive for the call; a Scalar
-    // or an int[] is the address of its struct here (reserved up front: never moved).
-    std::vector<uint64_t> values;
+    // or an int[] is the address of its struct here (reserved up front: never moved). Inline
+    // buffers: a call of the registry's sizes allocates nothing on the heap here.
+    c10::SmallVector<uint64_t, 12> values;
     values.reserve(outs.size() + args.size());
-    std::vector<BackplaneStableScalar> scalars;
-    std::vector<std::vector<int64_t>> int_lists;
-    std::vector<BackplaneStableIntList> lists;
-    scalars.reserve(args.size());
-    int_lists.reserve(args.size());
-    lists.reserve(args.size());
+    c10::SmallVector<BackplaneStableScalar, 2> scalars;
+    c10::SmallVector<c10::SmallVector<int64_t, 8>, 2> int_lists;
+    c10::SmallVector<BackplaneStableIntList, 2> lists;
+    scalars.reserve(scalars_);
+    int_lists.reserve(lists_);
+    lists.reserve(lists_);
     for (auto& out : outs) values.push_back(reinterpret_cast<uint64_t>(&out));
     for (size_t i = 0; i < args.size(); ++i) {
       const c10::IValue& a = args[i];
@@ -186,7 +190,8 @@ class StableKernel final : public c10::OperatorKernel {
           values.push_back(reinterpret_cast<uint64_t>(&scalars.back()));
           break;
         case BACKPLANE_STABLE_INT_LIST:
-          int_lists.push_back(a.toIntVector());
+          int_lists.emplace_back();
+          for (const int64_t v : a.toIntList()) int_lists.back().push_back(v);
           lists.push_back({int_lists.back().data(), int_lists.back().size()});
           values.push_back(reinterpret_cast<uint64_t>(&lists.back()));
           break;
@@ -200,6 +205,7 @@ class StableKernel final : public c10::OperatorKernel {
   bool writes_;
   size_t outputs_ = 1;
   std::vector<Kind> kinds_;
+  size_t scalars_ = 0, lists_ = 0;  // how many of kinds_ are Scalar, int[]
   BackplaneStableKernel fn_;
 };
 
