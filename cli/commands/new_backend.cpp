@@ -69,8 +69,8 @@ std::string cpp_type(const c10::Argument& arg) {
   return "/* " + type->str() + ": fill in the C++ type */ auto";
 }
 
-// The same for a stable-ABI kernel (stable_kernel.h carries Tensor, float, int and bool);
-// empty for an argument the stable path cannot carry.
+// The same for a stable-ABI kernel (stable_kernel.h: Tensor, float, int, bool, Scalar and
+// int[]); empty for an argument the stable path cannot carry.
 std::string stable_cpp_type(const c10::Argument& arg) {
   switch (arg.type()->kind()) {
     case c10::TypeKind::TensorType:
