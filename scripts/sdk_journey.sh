@@ -17,7 +17,8 @@
 #      naming both versions;
 #   7. a kernel plugin on PyTorch's stable ABI (tests/fixtures/stable) built against that
 #      older torch's headers (STABLE_ABI TORCH_TARGET 2.13), out of tree against the prefix,
-#      loads under this Backplane's torch: `backplane check` and the stable-ABI tests
+#      loads under this Backplane's torch: `backplane check` (add and crop with their
+#      Scalar and int[4] among its ops) and the stable-ABI tests
 #      (conformance, opcheck, selection beside cpu) pass on that very binary;
 #   8. `backplane new-backend vega --stable-abi --torch-target 2.13`: the scaffold, built
 #      against torch 2.13's headers, passes check and its own tests (mul, the worked example)
@@ -250,7 +251,7 @@ cmake --build "$WORK/stable/build" >/dev/null
 # import torch would try and warn about.)
 TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$WORK/venv213/bin/python" -c "import torch, ctypes; ctypes.CDLL('$WORK/stable/build/lib/libbackplane_cpu_stable.so')" ||
   fail "the plugin does not load under torch 2.13, which it targets"
-"$WORK/prefix/bin/backplane" check cpu_stable --plugin-path "$WORK/stable/build/lib" --ops mul,identity_conv,scale_
+"$WORK/prefix/bin/backplane" check cpu_stable --plugin-path "$WORK/stable/build/lib" --ops mul,add,crop,identity_conv,scale_
 (cd "$ROOT" && BACKPLANE_STABLE_PLUGIN_DIR="$WORK/stable/build/lib" BACKPLANE_STABLE_TARGET=2.13 \
   BACKPLANE_LIB_DIR="$BUILD/lib" BACKPLANE_BIN="$BUILD/bin/backplane" PYTHONPATH="$ROOT/python" \
   "$PY" -m pytest -q -p no:cacheprovider tests/python/test_stable_abi.py)
