@@ -5,6 +5,7 @@
 #include <backplane/selection_file.h>
 
 #include "plugins/plugin_loading.h"
+#include "plugins/preference_spec.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -12,7 +13,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -20,10 +20,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 
 namespace backplane {
 namespace {
+
+using detail::check_preference;
+using detail::is_plugin_op_name;
+using detail::join;
+using detail::parse_spec;
+using detail::to_spec;
 
 struct Offer {
   std::string plugin;
@@ -371,75 +376,6 @@ class Selection {
   std::map<std::pair<std::string, std::string>, std::vector<SizeBucket>> file_rules_;
   std::string file_path_;
 };
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ",") + name;
-  return out;
-}
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// "acme::fused_gelu": two identifiers.
-bool is_plugin_op_name(const std::string& op) {
-  auto identifier = [](const std::string& s) {
-    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-  };
-  const auto sep = op.find("::");
-  return sep != std::string::npos && identifier(op.substr(0, sep)) && identifier(op.substr(sep + 2));
-}
-
-// Throws std::invalid_argument, `what` first, for an op the registry lacks or a name that
-// is not a plugin name.
-// Returns the op as preferences key it (chosen_op_id; "*" as is).
-std::string check_preference(const std::string& op, const std::vector<std::string>& plugins, const std::string& what) {
-  std::string id = op;
-  if (op != "*") {
-    try {
-      id = detail::chosen_op_id(op);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(what + ": " + e.what());
-    }
-  }
-  for (const auto& p : plugins)
-    if (!is_valid_backend_name(p))
-      throw std::invalid_argument(what + ": '" + p + "' is not a plugin name (a plain identifier)");
-  return id;
-}
-
-std::map<std::string, std::vector<std::string>> parse_spec(const std::string& spec) {
-  std::map<std::string, std::vector<std::string>> out;
-  std::stringstream parts(spec);
-  for (std::string part; std::getline(parts, part, ';');) {
-    part = trim(part);
-    if (part.empty()) continue;
-    const auto colon = part.rfind(':');  // ops may hold "::" (a plugin's own: acme::fused_gelu); plugins never do
-    if (colon == std::string::npos)
-      throw std::invalid_argument("preference '" + part + "': expected op:plugin[,plugin...], e.g. rms_norm:cuda_alt");
-    const std::string op = trim(part.substr(0, colon));
-    std::vector<std::string> plugins;
-    std::stringstream names(part.substr(colon + 1));
-    for (std::string name; std::getline(names, name, ',');)
-      if (!trim(name).empty()) plugins.push_back(trim(name));
-    const std::string id = check_preference(op, plugins, "preference '" + part + "'");
-    if (plugins.empty()) throw std::invalid_argument("preference '" + part + "' names no plugin");
-    out[id] = plugins;
-  }
-  return out;
-}
-
-std::string to_spec(const std::map<std::string, std::vector<std::string>>& prefs) {
-  std::string out;
-  for (const auto& [op, plugins] : prefs) {
-    out += (out.empty() ? "" : ";") + op + ":";
-    for (size_t i = 0; i < plugins.size(); ++i) out += (i ? "," : "") + plugins[i];
-  }
-  return out;
-}
 
 // BACKPLANE_PREFER applies from the start; a bad value is a warning, not a crash of
 // whatever process loaded the core.
