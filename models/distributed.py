@@ -50,10 +50,10 @@ def finish(returncode: int, device: torch.device) -> NoReturn:
     let go of such a tensor, that thread must take the GIL to free it. When the main thread
     holds the GIL into interpreter teardown, Python ends the waiting thread inside a C++
     destructor and the process aborts ("terminate called without an active exception"),
-    after every check passed. Seen with models.train_tp on gloo, torch 2.14.1: 4 of 12 runs
-    with a plain exit, 2 of 20 with a barrier before it. torch offers no way to wait for
-    those threads, so the rank leaves with os._exit. The barrier stays: no rank leaves while
-    another may still need it for a collective."""
+    after every check passed: seen in CI with models.train_tp on gloo (torch 2.14.1), and
+    a barrier alone did not prevent it. torch offers no way to wait for those threads, so
+    the rank leaves with os._exit. The barrier stays: no rank leaves while another may
+    still need it for a collective."""
     dist.barrier(device_ids=[device.index] if device.type == "cuda" else None)
     dist.destroy_process_group()
     sys.stdout.flush()

@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
-from typing import NoReturn
 from collections import Counter
+from typing import NoReturn
 
 import torch
 from torch.distributed.device_mesh import init_device_mesh

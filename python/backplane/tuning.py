@@ -180,7 +180,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="also keep the engine's JSON here")
     p.add_argument("--from-json", metavar="FILE",
                    help="decide from this earlier run's engine JSON (tune --json, bench --json) instead of "
-                        "timing; --ops, --shapes, --dtypes and the timing flags then do not apply")
+                        "timing; --ops, --shapes, --dtypes, --json and the timing flags then do not apply")
     p.add_argument("--out", default="backplane_selection.yaml", help="the selection file to write")
     return p
 
