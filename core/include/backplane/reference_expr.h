@@ -71,6 +71,14 @@ class BACKPLANE_API ReferenceExpr {
   // returning several tensors, such as backplane::rms_norm_backward), each item of an
   // outermost list ([aten::sin(x), aten::cos(x)]), else the one value evaluate() gives.
   std::vector<c10::IValue> evaluate_all(const std::map<std::string, c10::IValue>& names) const;
+  // evaluate_all as the kernels compute: float16 and bfloat16 tensors bound to `names` are
+  // read in float32 (their opmath type), and every float32 tensor the expression gives is
+  // cast back to the inputs' promoted dtype when that is a half type. Autograd and forward
+  // AD see the casts, so gradients and tangents flow through them. Where the formula runs
+  // in the storage dtype instead, `x*x` overflows float16 above 256 and a gradient built on
+  // it comes back all zero. Limits: Tensor[] arguments are not cast; a float32 result of an
+  // all-half call is taken to be a value of the half dtype (what the kernels return).
+  std::vector<c10::IValue> evaluate_all_in_opmath(const std::map<std::string, c10::IValue>& names) const;
   // The argument names the expression reads (as a name, an index or dtype(name)).
   std::set<std::string> names() const;
   // Checks without evaluating: each name is in `scope` (an index names an int list,

@@ -48,11 +48,13 @@ std::vector<at::Tensor> ForwardTangents::compute(const c10::FunctionSchema& sche
     if (static_cast<int>(i) != written_ || op_.shape.kind == ShapeRuleKind::InPlace)
       names[schema.arguments()[i].name()] = stack[stack.size() - n + i];
   std::vector<c10::IValue> values;
-  // Under the caller's grad mode, as PyTorch's own forward formulas run: a tangent then
+  // In the op's opmath (float32 for half types), as its kernels compute, so a tangent
+  // through x*x does not overflow float16. Under the caller's grad mode, as PyTorch's own
+  // forward formulas run: a tangent then
   // carries a backward graph where gradients are on, so reverse over forward
   // (jacrev(jacfwd(f)), grad of a jvp) differentiates it instead of seeing a constant.
   try {
-    values = reference_->evaluate_all(names);
+    values = reference_->evaluate_all_in_opmath(names);
   } catch (const c10::NotImplementedError& e) {
     // An ATen op of the reference without a forward derivative: say whose tangent it was.
     TORCH_CHECK_NOT_IMPLEMENTED(false, op_.qualified_name(), ": forward-mode AD derives the tangent from the "

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <stdexcept>
+#include <utility>
+
+#include <c10/core/TensorOptions.h>
 
 namespace backplane::conformance {
 namespace {
@@ -29,6 +34,28 @@ const ReferenceExpr* differentiable_stand_in(const std::string& qualified_name) 
       it->second = std::make_unique<ReferenceExpr>(ReferenceExpr::parse(def->checks.reference));
   }
   return it->second.get();
+}
+
+// True when no loaded plugin has a kernel for the device of the call's first tensor (a
+// fused backward op, mul_backward, that the plugin serving mul lacks): the formula then
+// computes it from the op's reference through ATen, and says so once per op and device.
+// Meta tensors (shape propagation) have the core's Meta kernel and never take this path.
+bool lacks_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values) {
+  const auto first = std::find_if(values.begin(), values.end(),
+                                  [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(); });
+  if (first == values.end()) return false;
+  const at::Tensor& t = first->toTensor();
+  const c10::DispatchKey key = c10::computeDispatchKey(std::nullopt, t.layout(), t.device());
+  if (handle.hasKernelForDispatchKey(key)) return false;
+  static std::mutex mutex;
+  static std::set<std::pair<std::string, c10::DispatchKey>> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.emplace(handle.schema().name(), key).second)
+    TORCH_WARN(handle.schema().name(), " has no kernel for ", c10::toString(key), " in any loaded plugin; the "
+               "backward formula that calls it computes it from its registry `reference:` through ATen instead "
+               "(slower than a fused kernel: load a plugin that serves ", handle.schema().name(), " on ",
+               c10::toString(key), " to use its kernel). Said once per op and device.");
+  return true;
 }
 
 // A value for a schema argument: ints where an int is expected, doubles for floats.
@@ -121,11 +148,12 @@ std::vector<c10::IValue> eval_call(const Node& node, const std::map<std::string,
     if (!def) throw std::invalid_argument("reference: " + schema.name() + " needs argument '" + schema.arguments()[i].name() + "'");
     values[i] = *def;
   }
-  if (references_for_undifferentiable) {
-    if (const ReferenceExpr* stand_in = differentiable_stand_in(schema.operator_name().name)) {
+  if (const ReferenceExpr* stand_in = differentiable_stand_in(schema.operator_name().name)) {
+    const bool unserved = !references_for_undifferentiable && lacks_kernel(*handle, values);
+    if (references_for_undifferentiable || unserved) {
       std::map<std::string, c10::IValue> bound;
       for (size_t i = 0; i < values.size(); ++i) bound[schema.arguments()[i].name()] = values[i];
-      return stand_in->evaluate_all(bound);
+      return stand_in->evaluate_all_in_opmath(bound);
     }
   }
   // Multiplying a tensor by the scalar 1 gives it unchanged: no kernel, no new tensor, as
@@ -162,6 +190,28 @@ std::vector<c10::IValue> ReferenceExpr::evaluate_all(const std::map<std::string,
     return items;
   }
   return {eval(*root_, names)};
+}
+
+std::vector<c10::IValue> ReferenceExpr::evaluate_all_in_opmath(const std::map<std::string, c10::IValue>& names) const {
+  std::optional<at::ScalarType> storage;  // the promoted dtype of the floating tensors bound
+  std::map<std::string, c10::IValue> widened;
+  for (const auto& [name, value] : names) {
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().is_floating_point()) {
+      const at::Tensor& t = value.toTensor();
+      storage = storage ? c10::promoteTypes(*storage, t.scalar_type()) : t.scalar_type();
+      if (at::isReducedFloatingType(t.scalar_type())) {
+        widened.emplace(name, t.to(at::kFloat));
+        continue;
+      }
+    }
+    widened.emplace(name, value);
+  }
+  if (!storage || !at::isReducedFloatingType(*storage)) return evaluate_all(names);
+  std::vector<c10::IValue> values = evaluate_all(widened);
+  for (c10::IValue& value : values)
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().scalar_type() == at::kFloat)
+      value = value.toTensor().to(*storage);
+  return values;
 }
 
 }  // namespace backplane::conformance
