@@ -13,19 +13,23 @@ import torch
 
 def sample_values(op, index: int = 0, *, dtype=torch.float32, device="cpu", seed: int = 0) -> dict:
     """The arguments registry sample `index` of `op` (an OpInfo) gives, by name: each Tensor
-    argument N(0, 1) of the sample's sizes in `dtype` on `device` (drawn in float64 on the
-    CPU from `seed`, so every device and dtype gets the same values), every other argument
-    as the sample states it. Arguments the sample leaves out (those with defaults) are
-    absent."""
+    argument N(0, 1) of the sample's sizes, times the sample's `magnitude` (1 unless it
+    states one), in `dtype` on `device` (drawn and scaled in float64 on the CPU from `seed`,
+    so every device and dtype gets the same values), every other argument (a number, a
+    string, an int list) as the sample states it. Arguments the sample leaves out (those
+    with defaults) are absent."""
     if not op.samples:
         raise ValueError(f"{op.name} has no registry samples")
     if not 0 <= index < len(op.samples):
         raise IndexError(f"{op.name} has {len(op.samples)} registry samples, asked for sample {index}")
     g = torch.Generator().manual_seed(seed)
+    sample = op.samples[index]
+    magnitude = sample.get("magnitude", 1.0)
     values = {}
-    for name, given in op.samples[index]["args"].items():
+    for name, given in sample["args"].items():
         if name in op.tensor_args:
-            values[name] = torch.randn(given, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)
+            drawn = torch.randn(given, generator=g, dtype=torch.float64)
+            values[name] = (drawn * magnitude if magnitude != 1.0 else drawn).to(device=device, dtype=dtype)
         else:
             values[name] = given
     return values

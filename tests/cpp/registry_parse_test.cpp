@@ -119,7 +119,7 @@ TEST(RegistryErrors, MissingKey) {
 
 TEST(RegistryErrors, UnknownKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
-               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, doc, dtypes, errors, exact, reference, samples, schema, shape, sharding, tolerance");
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, choices, doc, dtypes, errors, exact, reference, samples, schema, shape, sharding, tolerance");
 }
 
 TEST(RegistryErrors, ReservedKey) {

@@ -206,3 +206,65 @@ def test_usage_errors_exit_2_naming_the_flag_or_file(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("backplane_registry_check: --markdown needs a file to write\n")
     r = check(tmp_path / "missing.yaml")
     assert r.returncode == 2 and r.stderr == f"{tmp_path / 'missing.yaml'}: cannot read\n"
+
+
+# Issue 45, item 14: str arguments in samples, errors and bench presets, their `choices:`,
+# and a sample's `magnitude:`.
+STR_OP = """ops:
+  - schema: gelu_str(Tensor x, *, str approximate='none') -> Tensor
+    doc: Gelu, either form.
+    dtypes: [float32]
+    shape: {same_as: x}
+    choices: {approximate: [none, tanh]}
+    reference: aten::gelu(x, approximate=approximate)
+    samples:
+      - {x: [4]}
+      - {name: tanh, x: [4], approximate: tanh, magnitude: 300}
+    errors:
+      - {name: bad, x: [4], approximate: Tanh, error: "is 'Tanh'"}
+    bench:
+      - {name: tanh_1k, x: [1024], approximate: tanh}
+"""
+
+
+def test_str_arguments_choices_and_magnitude_are_read(tmp_path):
+    # The first sample ('none' by default) runs the reference; 'Tanh' is left to `errors:`.
+    r = check(write(tmp_path, STR_OP))
+    assert (r.returncode, r.stdout, r.stderr) == (0, "registry: 1 ops, 0 classes OK\n", "")
+
+
+STR_OP_MISTAKES = [
+    # (old, new, where: (needle, on the line holding), message)
+    ("approximate: tanh, magnitude", "approximate: Tanh, magnitude", ("Tanh", "magnitude"),
+     "argument 'approximate' is 'Tanh', which is not one of its choices (none, tanh); a value the op must refuse "
+     "belongs in 'errors'"),
+    ("x: [1024], approximate: tanh", "x: [1024], approximate: fast", ("fast", ""),
+     "argument 'approximate' is 'fast', which is not one of its choices (none, tanh); a value the op must refuse "
+     "belongs in 'errors'"),
+    ("approximate: tanh, magnitude", "approximate: [tanh], magnitude", ("[tanh]", "magnitude"),
+     "argument 'approximate' must be a string, found a list"),
+    ("choices: {approximate: [none, tanh]}", "choices: {x: [none]}", ("x: [none]", ""),
+     "choices of 'gelu_str' names 'x', which is not a str argument; expected one of: approximate"),
+    ("choices: {approximate: [none, tanh]}", "choices: {approximate: [tanh]}", ("[tanh]", "choices"),
+     "choices of 'approximate' lack its schema default 'none'; expected it among: tanh"),
+    ("choices: {approximate: [none, tanh]}", "choices: {approximate: [none, tanh, none]}", ("none]", "choices"),
+     "choices of 'approximate' list 'none' twice"),
+    ("magnitude: 300", "magnitude: 0", ("0}", "magnitude"),
+     "magnitude must be a positive finite number (the factor every Tensor argument's values are multiplied by), "
+     "found '0'"),
+    ('approximate: Tanh, error', 'approximate: Tanh, magnitude: 2, error', ("magnitude", "Tanh"),
+     "'magnitude' scales a sample's values; an entry of 'errors' takes none"),
+]
+
+
+def test_str_argument_and_magnitude_mistakes_are_named_at_their_place(tmp_path):
+    texts = []
+    for i, (old, new, _, _) in enumerate(STR_OP_MISTAKES):
+        assert old in STR_OP, old
+        texts.append(STR_OP.replace(old, new))
+    r = check(*[write(tmp_path, text, f"m{i}.yaml") for i, text in enumerate(texts)])
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert len(lines) == len(STR_OP_MISTAKES), r.stderr
+    for i, (text, (_, _, (needle, after), message)) in enumerate(zip(texts, STR_OP_MISTAKES)):
+        assert lines[i] == f"{tmp_path}/m{i}.yaml:{location(text, needle, after)}: {message}", lines[i]

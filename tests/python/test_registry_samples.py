@@ -53,3 +53,21 @@ def test_a_sample_that_does_not_exist_is_a_clear_error():
     op = next(o for o in backplane.ops() if o.samples)
     with pytest.raises(IndexError, match=f"{op.name} has {len(op.samples)} registry samples, asked for sample 99"):
         backplane.sample_values(op, 99)
+
+
+def test_a_samples_magnitude_scales_its_drawn_values():
+    """`magnitude: M` (rms_norm's large_magnitude sample): each Tensor argument drawn as
+    any sample's, times M in float64, then rounded to the dtype; the JSON carries the key
+    only where a sample states it."""
+    op = _op("rms_norm")
+    assert "magnitude" not in op.samples[0]
+    index = next(i for i, s in enumerate(op.samples) if s["name"] == "large_magnitude")
+    assert op.samples[index]["magnitude"] == 300
+    g = torch.Generator().manual_seed(5)
+    drawn = {n: torch.randn(sizes, generator=g, dtype=torch.float64) for n, sizes in op.samples[index]["args"].items()}
+    wide = backplane.sample_values(op, index, dtype=torch.float64, seed=5)
+    half = backplane.sample_values(op, index, dtype=torch.float16, seed=5)
+    for name, values in drawn.items():
+        assert torch.equal(wide[name], values * 300), name
+        assert torch.equal(half[name], (values * 300).half()), name
+    assert torch.isinf(half["x"] * half["x"]).any()  # the point of the sample: x*x leaves float16's range

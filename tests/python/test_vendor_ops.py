@@ -1,10 +1,12 @@
 """A plugin's own ops (docs/vendor-ops.md), through the fixture plugin `acme`: its registry
-fragment (tests/fixtures/vendor/acme_ops.yaml) defines acme::fused_gelu and acme::clamp_,
-which get schemas, Meta kernels, autograd, the conformance suite, opcheck, the CLI and the
+fragment (tests/fixtures/vendor/acme_ops.yaml) defines acme::fused_gelu, acme::clamp_ and
+acme::gelu (a str argument with `choices:`), which get schemas, Meta kernels, autograd, the conformance suite, opcheck, the CLI and the
 bench like the core's ops; `acme_clash` redefines one and is refused. Each test runs in a
 child process: defined ops stay defined for the life of a process."""
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +18,10 @@ BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backp
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 FRAGMENT = FIXTURES / "libbackplane_acme.ops.yaml"
 
-PRELUDE = f"""
+PRELUDE = """
 import torch, backplane
 backplane.load("cpu")
-acme = backplane.load("acme", path={str(FIXTURES)!r})[0]
+acme = backplane.load("acme", path={path!r})[0]
 gelu = backplane.torch_op("acme::fused_gelu")
 """
 
@@ -30,8 +32,9 @@ def env():
     return full
 
 
-def python(code):
-    r = subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True, env=env(), timeout=300)
+def python(code, acme_path=FIXTURES):
+    prelude = PRELUDE.format(path=str(acme_path))
+    r = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, env=env(), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -42,7 +45,7 @@ def cli(*args):
 
 def test_vendor_ops_are_listed_and_compute():
     python("""
-assert acme.ops == ("acme::fused_gelu", "acme::clamp_"), acme.ops
+assert acme.ops == ("acme::fused_gelu", "acme::clamp_", "acme::gelu"), acme.ops
 assert acme.registry.endswith("libbackplane_acme.ops.yaml"), acme.registry
 info = {op.name: op for op in backplane.ops()}
 assert info["acme::fused_gelu"].namespace == "acme" and info["acme::fused_gelu"].backends["acme"]
@@ -119,6 +122,96 @@ def test_cli_lists_checks_and_benchmarks_vendor_ops():
                 "--dtypes", "float32", "--min-time", "0.01", "--repetitions", "1")
     assert bench.returncode == 0, bench.stdout[-2000:] + bench.stderr[-2000:]
     assert "acme::fused_gelu" in bench.stdout and "FAILED:" not in bench.stdout, bench.stdout[-2000:]
+
+
+def test_a_str_argument_comes_from_samples_errors_and_bench_and_the_contract_checks_it():
+    """acme::gelu(Tensor x, *, str approximate='none'), choices [none, tanh]: its samples and
+    bench preset give 'tanh' (through the C interface to Python too), its `errors:` case
+    gives a bad string, and the contract refuses that string before the kernel (which passes
+    it on unchecked) on the CPU and under Meta alike."""
+    python("""
+import torch.nn.functional as F
+op = {o.name: o for o in backplane.ops()}["acme::gelu"]
+assert [s["args"].get("approximate") for s in op.samples] == [None, "tanh", "tanh"], op.samples
+assert op.bench == ({"name": "1M_tanh", "args": {"x": [1048576], "approximate": "tanh"}},), op.bench
+values = backplane.sample_values(op, 1, dtype=torch.float64)
+assert values["approximate"] == "tanh", values
+args, kwargs = backplane.sample_call(op, 1, dtype=torch.float64)
+assert kwargs == {"approximate": "tanh"}, kwargs  # keyword-only, as the schema says
+y = torch.ops.acme.gelu(*args, **kwargs)
+torch.testing.assert_close(y, F.gelu(values["x"], approximate="tanh"), rtol=0, atol=0)
+assert not torch.equal(y, F.gelu(values["x"]))
+for device in ("cpu", "meta"):
+    try:
+        torch.ops.acme.gelu(torch.ones(3, device=device), approximate="Tanh")
+        raise SystemExit(f"approximate='Tanh' was accepted on {device}")
+    except ValueError as e:
+        assert str(e).startswith("acme::gelu: argument 'approximate' is 'Tanh'; expected one of: 'none', 'tanh'"), e
+results = [r for r in backplane.check("acme") if r.op == "acme::gelu"]
+assert not [r for r in results if r.outcome != "passed"], [r for r in results if r.outcome != "passed"][:3]
+cases = {r.case for r in results}
+assert {"tanh/contiguous", "tanh/transposed", "tanh_three_d/permuted", "error/bad_approximate"} <= cases, cases
+""")
+    checked = cli("check", "--backends", "acme", "--plugin-path", str(FIXTURES), "--ops", "acme::gelu")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert re.search(r"acme::gelu +[1-9][0-9]* +0 +0", checked.stdout), checked.stdout
+    bench = cli("bench", "--backends", "acme", "--plugin-path", str(FIXTURES), "--ops", "acme::gelu",
+                "--dtypes", "float32", "--min-time", "0.01", "--repetitions", "1")
+    assert bench.returncode == 0, bench.stdout[-2000:] + bench.stderr[-2000:]
+    row = next((line for line in bench.stdout.splitlines() if line.startswith("acme::gelu ")), "")
+    assert row.split()[1:4] == ["1M_tanh", "float32", "acme"], bench.stdout[-2000:]
+    assert "FAILED:" not in bench.stdout, bench.stdout[-2000:]
+
+
+def _acme_copy(tmp_path, *replacements):
+    """The acme fixture plugin copied into tmp_path, its fragment's text edited by each
+    (old, new) replacement (each must be there: the fixture changed otherwise)."""
+    for f in FIXTURES.glob("libbackplane_acme.*"):
+        shutil.copy(f, tmp_path)
+    fragment = tmp_path / "libbackplane_acme.ops.yaml"
+    text = fragment.read_text()
+    for old, new in replacements:
+        assert old in text, f"the fixture's fragment changed: update this test ({old!r})"
+        text = text.replace(old, new)
+    fragment.write_text(text)
+    return tmp_path
+
+
+def _outcomes(folder, op):
+    """{sample name: its cases' outcomes, sorted} of backplane.check for op, with acme
+    loaded from folder; the contract's and the entry's error cases left out."""
+    out = python(f"""
+import collections, json
+found = collections.defaultdict(set)
+for r in backplane.check("acme"):
+    if r.op == {op!r} and "/" in r.case and r.case.split("/")[0] not in ("error", "gradient"):
+        found[r.case.split("/")[0]].add(r.outcome)
+print(json.dumps({{k: sorted(v) for k, v in found.items()}}))
+""", acme_path=folder)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_conformance_runs_each_sample_with_its_string(tmp_path):
+    """A copy of acme whose gelu reference drops `approximate` (plain erf gelu): the sample
+    without the string still passes, the 'tanh' samples fail, so the suite called the
+    kernel with 'tanh'."""
+    folder = _acme_copy(tmp_path, ("reference: aten::gelu(x, approximate=approximate)", "reference: aten::gelu(x)"))
+    found = _outcomes(folder, "acme::gelu")
+    assert found["x=[4, 33]"] == ["passed"], found
+    assert "failed" in found["tanh"] and "failed" in found["tanh_three_d"], found
+
+
+def test_conformance_draws_a_samples_values_at_its_magnitude(tmp_path):
+    """A copy of acme whose clamp_ claims to be the identity (reference aten::clone(x)) for
+    bounds of +-100: true of N(0, 1) values, false at magnitude 1000, where the kernel
+    clamps. The conformance inputs (C++) scale by the sample's magnitude."""
+    folder = _acme_copy(tmp_path, ("reference: aten::clamp(x, lo, hi)", "reference: aten::clone(x)"),
+                        ("- {x: [4, 33], lo: -0.5, hi: 0.5}",
+                         "- {name: small, x: [4, 33], lo: -100.0, hi: 100.0}\n"
+                         "      - {name: large, x: [4, 33], lo: -100.0, hi: 100.0, magnitude: 1000}"))
+    found = _outcomes(folder, "acme::clamp_")
+    assert found["small"] == ["passed"], found
+    assert found["large"] == ["failed"], found
 
 
 @pytest.mark.slow

@@ -43,14 +43,17 @@ struct BACKPLANE_API Made {
   at::Tensor base;
 };
 
-// Values from N(0, 1) seeded by `seed`, as dtype, on device, in layout.
-BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed);
+// Values from N(0, 1) seeded by `seed`, times `magnitude` (a sample's `magnitude:`; in
+// float64, before rounding to dtype), as dtype, on device, in layout.
+BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed,
+                           double magnitude = 1.0);
 // The same views over bases that `values(base_sizes)` makes (its dtype and device), for
 // callers that need no values common to every device (the benchmarks draw on the device).
 BACKPLANE_API Made make_in(at::IntArrayRef sizes, Layout layout,
                            const std::function<at::Tensor(at::IntArrayRef)>& values);
-inline at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
-  return make_in(sizes, layout, dtype, device, seed).view;
+inline at::Tensor make(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed,
+                       double magnitude = 1.0) {
+  return make_in(sizes, layout, dtype, device, seed, magnitude).view;
 }
 
 // Tolerances PyTorch's assert_close uses for dtype (rtol, atol).

@@ -1,6 +1,6 @@
 // What an op promises about its arguments and its output, from the registry:
-// allowed dtypes, one dtype and one device across Tensor arguments, and the output
-// shape from the op's shape rule. The Meta kernels and every backend's kernels go
+// allowed dtypes, one dtype and one device across Tensor arguments, the values a str
+// argument may take (`choices:`), and the output shape from the op's shape rule. The Meta kernels and every backend's kernels go
 // through the same contract, so a bad input raises the same message on every device
 // and under FakeTensor.
 #pragma once
@@ -54,6 +54,7 @@ class BACKPLANE_API OpContract {
  private:
   void check_tensors(c10::ArrayRef<c10::IValue> args) const;
   void check_scalars(c10::ArrayRef<c10::IValue> args) const;
+  void check_choice(const std::string& arg, const std::string& value) const;
   void check_written(const std::string& written_name, const at::Tensor& written,
                      c10::ArrayRef<c10::IValue> args) const;
   // Sizes by the rule of output `which` (0: OpDef::shape, then extra_outputs).

@@ -56,11 +56,15 @@ struct ShapeRule {
 };
 
 // One set of inputs for an op, as the registry writes it: each Tensor argument by its
-// sizes (an int list), any other argument by its value. Arguments left out take the
-// schema's default.
+// sizes (an int list), any other argument by its value (a str argument by its string).
+// Arguments left out take the schema's default.
 struct BACKPLANE_API OpInputs {
   std::string name;  // as written, or "sizes a=[4, 33] b=[33]" when unnamed
   std::vector<std::pair<std::string, c10::IValue>> args;
+  // Samples only (`magnitude:`): every Tensor argument is drawn as usual, N(0, 1), then
+  // multiplied by this (in float64, before rounding to the dtype), so a sample can reach
+  // values where a half-precision computation overflows (rms_norm's x*x above ~256).
+  double magnitude = 1.0;
   // Bench presets only: the layout every Tensor argument is made in, one of the
   // conformance suite's (strided, transposed, offset, expanded, permuted); empty: contiguous.
   std::string layout;
@@ -104,6 +108,7 @@ struct GradientFormula {
   // A key naming one argument: its gradient is the call's (first) value; output 0.
   size_t output = 0;
   size_t outputs = 1;  // how many arguments the key named
+  SourceLocation where;  // the formula's place in its registry file, for messages about it
 };
 
 // How an op runs under torch.autocast (`autocast:` in the registry; autocast_kernel.cpp):
@@ -146,6 +151,10 @@ struct BACKPLANE_API OpDef {
   std::string schema;  // as written, without the namespace
   std::string doc;
   std::vector<c10::ScalarType> dtypes;
+  // `choices:`: the values a str argument may take ({approximate: [none, tanh]}). The op
+  // contract refuses any other value on every backend and under FakeTensor, so no kernel
+  // checks it by hand. Arguments not named here take any string.
+  std::map<std::string, std::vector<std::string>> choices;
   std::vector<std::string> arg_names;     // every argument, in schema order
   std::vector<std::string> tensor_args;   // the Tensor arguments, in schema order
   std::vector<c10::Argument> arguments;  // the parsed schema's arguments

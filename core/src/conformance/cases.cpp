@@ -31,8 +31,8 @@ struct Call {
 };
 
 // The inputs of a sample on device: each Tensor argument in `layout` where it fits (the
-// written argument never expanded: it would alias itself), other arguments as given or
-// defaulted.
+// written argument never expanded: it would alias itself) and scaled by the sample's
+// magnitude, other arguments (strings too) as given or defaulted.
 Call make_call(const OpDef& op, const OpInputs& in, Layout layout, c10::ScalarType dtype, c10::Device device) {
   Call call;
   const std::string written = written_arg(op);
@@ -43,7 +43,7 @@ Call make_call(const OpDef& op, const OpInputs& in, Layout layout, c10::ScalarTy
       const std::vector<int64_t> sizes = given->toIntVector();
       Layout l = layout_fits(layout, static_cast<int64_t>(sizes.size())) ? layout : Layout::Contiguous;
       if (l == Layout::Expanded && arg.name() == written) l = Layout::Contiguous;
-      call.tensors.push_back(make_in(sizes, l, dtype, device, 1 + i));
+      call.tensors.push_back(make_in(sizes, l, dtype, device, 1 + i, in.magnitude));
       call.args.emplace_back(call.tensors.back().view);
     } else {
       call.tensors.emplace_back();

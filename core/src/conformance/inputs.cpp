@@ -36,10 +36,13 @@ bool layout_fits(Layout layout, int64_t dim) {
   }
 }
 
-Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed) {
+Made make_in(at::IntArrayRef sizes, Layout layout, c10::ScalarType dtype, c10::Device device, uint64_t seed,
+             double magnitude) {
   auto gen = at::detail::createCPUGenerator(seed);
   return make_in(sizes, layout, [&](at::IntArrayRef s) {
-    return at::randn(s, gen, at::TensorOptions().dtype(at::kDouble)).to(device, dtype);
+    at::Tensor values = at::randn(s, gen, at::TensorOptions().dtype(at::kDouble));
+    if (magnitude != 1.0) values.mul_(magnitude);
+    return values.to(device, dtype);
   });
 }
 

@@ -152,12 +152,24 @@ void OpContract::check_scalars(c10::ArrayRef<c10::IValue> args) const {
   if (tensor_positions_.empty()) return;
   const c10::ScalarType dtype = args[tensor_positions_[0]].toTensor().scalar_type();
   for (size_t i = 0; i < def_->arguments.size(); ++i) {
+    if (args[i].isString()) check_choice(def_->arguments[i].name(), args[i].toStringRef());
     if (def_->arguments[i].type()->kind() != c10::TypeKind::NumberType) continue;
     const c10::IValue& value = args[i];
     const char* found = value.isBool() ? "a bool" : value.isComplexDouble() && !c10::isComplexType(dtype) ? "a complex number" : nullptr;
     TORCH_CHECK_TYPE(found == nullptr, qualified_name_, ": argument '", def_->arguments[i].name(), "' is ", found,
                      " (", value, "); expected a real number for tensors of dtype ", dtype_name(dtype));
   }
+}
+
+// A str argument the registry lists `choices:` for takes one of them (registry.h).
+void OpContract::check_choice(const std::string& arg, const std::string& value) const {
+  const auto choices = def_->choices.find(arg);
+  if (choices == def_->choices.end()) return;
+  for (const std::string& allowed : choices->second)
+    if (value == allowed) return;
+  std::string expected;
+  for (const std::string& allowed : choices->second) expected += (expected.empty() ? "'" : ", '") + allowed + "'";
+  TORCH_CHECK_VALUE(false, qualified_name_, ": argument '", arg, "' is '", value, "'; expected one of: ", expected);
 }
 
 std::vector<c10::SymInt> OpContract::check(c10::ArrayRef<c10::IValue> args) const {

@@ -5,6 +5,7 @@
 #include "registry/yaml_location.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <sstream>
 
@@ -32,11 +33,11 @@ class ChecksParser {
     if (const YAML::Node exact = node["exact"]) checks.exact = boolean(exact, "exact");
     if (const YAML::Node tol = node["tolerance"]) parse_tolerance(tol);
     if (const YAML::Node samples = node["samples"])
-      for (const auto& item : list(samples, "samples")) checks.samples.push_back(inputs(item, /*allow_error=*/false));
+      for (const auto& item : list(samples, "samples")) checks.samples.push_back(inputs(item, Kind::Sample));
     if (const YAML::Node errors = node["errors"])
       for (const auto& item : list(errors, "errors")) {
         OpErrorCase e;
-        e.inputs = inputs(item, /*allow_error=*/true);
+        e.inputs = inputs(item, Kind::Error);
         const YAML::Node message = item["error"];
         if (!message || !message.IsScalar() || message.Scalar().empty())
           fail(item, "an entry of 'errors' needs 'error': a part of the message the op must raise");
@@ -45,7 +46,7 @@ class ChecksParser {
       }
     if (const YAML::Node bench = node["bench"])
       for (const auto& item : list(bench, "bench"))
-        checks.bench.push_back(inputs(item, /*allow_error=*/false, /*allow_layout=*/true));
+        checks.bench.push_back(inputs(item, Kind::Bench));
     if (checks.samples.empty()) default_samples(node);
     if (checks.bench.empty() && elementwise()) {
       // The first sample's other arguments, every Tensor at 1M elements.
@@ -57,6 +58,13 @@ class ChecksParser {
   }
 
  private:
+  // Which list an entry is in: each takes `name` and one key of its own.
+  enum class Kind {
+    Sample,  // magnitude: a factor for every Tensor argument's values
+    Error,   // error: a part of the message the op must raise
+    Bench,   // layout: the view every Tensor argument is made in
+  };
+
   [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
     throw RegistryError(at(file_, node), message);
   }
@@ -108,8 +116,25 @@ class ChecksParser {
     }
   }
 
+  // A str argument's value: any scalar, as written ('none' and none alike). Samples and
+  // bench presets keep to the op's `choices:`; an error case may leave them (that is
+  // what it tests).
+  std::string str_value(const YAML::Node& node, const std::string& arg, Kind kind) const {
+    if (!node.IsScalar()) fail(node, "argument '" + arg + "' must be a string, found " + kind_name(node));
+    const std::string& value = node.Scalar();
+    const auto choices = op_.choices.find(arg);
+    if (kind != Kind::Error && choices != op_.choices.end() &&
+        std::find(choices->second.begin(), choices->second.end(), value) == choices->second.end()) {
+      std::string known;
+      for (const auto& c : choices->second) known += (known.empty() ? "" : ", ") + c;
+      fail(node, "argument '" + arg + "' is '" + value + "', which is not one of its choices (" + known +
+                     "); a value the op must refuse belongs in 'errors'");
+    }
+    return value;
+  }
+
   // A value of argument `arg` as the schema types it.
-  c10::IValue value(const YAML::Node& node, const c10::Argument& arg) const {
+  c10::IValue value(const YAML::Node& node, const c10::Argument& arg, Kind kind) const {
     const std::string what = "argument '" + arg.name() + "'";
     c10::TypePtr type = arg.type();
     if (type->kind() == c10::TypeKind::OptionalType) {
@@ -126,6 +151,8 @@ class ChecksParser {
         return c10::IValue(number(node, what));
       case c10::TypeKind::BoolType:
         return c10::IValue(boolean(node, what.c_str()));
+      case c10::TypeKind::StringType:
+        return c10::IValue(str_value(node, arg.name(), kind));
       case c10::TypeKind::NumberType: {  // Scalar: keep integers integral
         if (node.IsScalar() && node.Scalar().find_first_of(".eE") == std::string::npos) return c10::IValue(integer(node, what));
         return c10::IValue(number(node, what));
@@ -142,7 +169,7 @@ class ChecksParser {
     fail(node, what + " has type " + arg.type()->str() + ", which registry samples cannot give yet");
   }
 
-  OpInputs inputs(const YAML::Node& node, bool allow_error, bool allow_layout = false) const {
+  OpInputs inputs(const YAML::Node& node, Kind kind) const {
     if (!node.IsMap()) fail(node, "a sample of '" + op_.name + "' is a mapping of argument names to values, found " + kind_name(node));
     OpInputs in;
     in.where = at(file_, node);
@@ -152,19 +179,28 @@ class ChecksParser {
         in.name = entry.second.Scalar();
         continue;
       }
-      if (allow_error && key == "error") continue;
-      if (allow_layout && key == "layout") {
+      if (kind == Kind::Error && key == "error") continue;
+      if (kind == Kind::Bench && key == "layout") {
         in.layout = layout(entry.second);
+        continue;
+      }
+      if (key == "magnitude") {
+        if (kind != Kind::Sample)
+          fail(entry.first, "'magnitude' scales a sample's values; an entry of '" +
+                                std::string(kind == Kind::Error ? "errors" : "bench") + "' takes none");
+        in.magnitude = magnitude(entry.second);
         continue;
       }
       const int index = op_.arg_index(key);
       if (index < 0) {
         std::string known;
         for (const auto& a : op_.arg_names) known += (known.empty() ? "" : ", ") + a;
-        fail(entry.first, "'" + op_.name + "' has no argument '" + key + "'; its arguments: " + known +
-                              (allow_error ? ", and 'name', 'error'" : ", and 'name'"));
+        const char* own = kind == Kind::Sample ? ", and 'name', 'magnitude'"
+                          : kind == Kind::Error ? ", and 'name', 'error'"
+                                                : ", and 'name', 'layout'";
+        fail(entry.first, "'" + op_.name + "' has no argument '" + key + "'; its arguments: " + known + own);
       }
-      in.args.emplace_back(key, value(entry.second, op_.arguments[index]));
+      in.args.emplace_back(key, value(entry.second, op_.arguments[index], kind));
     }
     for (const auto& arg : op_.arguments)
       if (!in.find(arg.name()) && (arg.type()->kind() == c10::TypeKind::TensorType || !arg.default_value()))
@@ -182,6 +218,14 @@ class ChecksParser {
     return in;
   }
 
+  double magnitude(const YAML::Node& node) const {
+    const double m = number(node, "magnitude");
+    if (!(m > 0) || !std::isfinite(m))
+      fail(node, "magnitude must be a positive finite number (the factor every Tensor argument's values are "
+                 "multiplied by), found '" + node.Scalar() + "'");
+    return m;
+  }
+
   std::string layout(const YAML::Node& node) const {
     const std::string name = node.IsScalar() ? node.Scalar() : "";
     if (!conformance::layout_named(name) || name == "contiguous") {
@@ -197,6 +241,7 @@ class ChecksParser {
   static std::string describe(const OpInputs& in) {
     std::ostringstream out;
     for (const auto& [name, v] : in.args) out << (out.tellp() > 0 ? " " : "") << name << "=" << v;
+    if (in.magnitude != 1.0) out << " magnitude=" << in.magnitude;
     return out.str();
   }
 

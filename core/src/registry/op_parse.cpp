@@ -35,6 +35,7 @@ class OpParser {
     parse_doc(required("doc"));
     parse_dtypes(required("dtypes"));
     parse_shape(required("shape"));
+    if (const YAML::Node choices = node_["choices"]) parse_choices(choices);  // before samples, which must keep to them
     detail::parse_op_checks(file_, node_, op_);
     if (const YAML::Node backward = node_["backward"]) parse_backward(backward);
     if (const YAML::Node autocast = node_["autocast"]) parse_autocast(autocast);
@@ -67,7 +68,7 @@ class OpParser {
 
   void check_keys() const {
     static const std::set<std::string> known = [] {
-      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "backward", "autocast", "sharding"};
+      std::set<std::string> keys = {"schema", "doc", "dtypes", "shape", "choices", "backward", "autocast", "sharding"};
       keys.insert(std::begin(detail::kOpCheckKeys), std::end(detail::kOpCheckKeys));
       return keys;
     }();
@@ -98,8 +99,46 @@ class OpParser {
           fail(entry.first, "backward of '" + op_.name + "' gives '" + arg + "' a gradient twice");
       }
       const std::string formula = scalar(entry.second, "a gradient formula");  // checked by FormulaChecker
-      for (size_t i = 0; i < args.size(); ++i) op_.backward[args[i]] = GradientFormula{formula, i, args.size()};
+      for (size_t i = 0; i < args.size(); ++i)
+        op_.backward[args[i]] = GradientFormula{formula, i, args.size(), at(file_, entry.second)};
     }
+  }
+
+  // `choices:` maps a str argument to the values it may take (registry.h). The schema's
+  // default must be one of them, or a call that leaves the argument out would be refused.
+  void parse_choices(const YAML::Node& node) {
+    expect_kind(node, YAML::NodeType::Map, "choices: a mapping of str argument -> its values, e.g. {approximate: [none, tanh]}");
+    std::vector<std::string> strings;  // the op's str arguments, for messages
+    for (const auto& arg : op_.arguments)
+      if (is_string(arg)) strings.push_back(arg.name());
+    for (const auto& entry : node) {
+      const std::string name = scalar(entry.first, "an argument name");
+      const int index = op_.arg_index(name);
+      if (index < 0 || !is_string(op_.arguments[index]))
+        fail(entry.first, "choices of '" + op_.name + "' names '" + name + "', which is not a str argument; expected " +
+                              (strings.empty() ? std::string("none: the op has no str argument") : "one of: " + join(strings)));
+      if (!entry.second.IsSequence() || entry.second.size() == 0)
+        fail(entry.second, "choices of '" + name + "' must be a non-empty list of strings, found " +
+                               (entry.second.IsSequence() ? std::string("an empty list") : kind_name(entry.second)));
+      std::vector<std::string>& values = op_.choices[name];
+      for (const auto& item : entry.second) {
+        const std::string value = scalar(item, "a choice");
+        if (std::find(values.begin(), values.end(), value) != values.end())
+          fail(item, "choices of '" + name + "' list '" + value + "' twice");
+        values.push_back(value);
+      }
+      const auto& fallback = op_.arguments[index].default_value();
+      if (fallback && fallback->isString() &&
+          std::find(values.begin(), values.end(), fallback->toStringRef()) == values.end())
+        fail(entry.second, "choices of '" + name + "' lack its schema default '" + fallback->toStringRef() + "'; expected it among: " + join(values));
+    }
+  }
+
+  // str, or str? (an optional string: None is always allowed).
+  static bool is_string(const c10::Argument& arg) {
+    c10::TypePtr type = arg.type();
+    if (type->kind() == c10::TypeKind::OptionalType) type = type->castRaw<c10::OptionalType>()->getElementType();
+    return type->kind() == c10::TypeKind::StringType;
   }
 
   // `autocast:` names the dtype the op runs in under torch.autocast (registry.h's
