@@ -30,7 +30,9 @@ constexpr const char* kCommonFlags = R"(common flags:
   --prefer SPEC      which plugin serves an op where two serve one device:
                      "rms_norm:cpu_alt,cpu;*:cpu" (as $BACKPLANE_PREFER)
   --selection FILE   the same by call size, from a selection file (`backplane tune` writes one;
-                     as $BACKPLANE_SELECTION); a --prefer for an op overrides it
+                     as $BACKPLANE_SELECTION); a --prefer for an op overrides it; a bucket
+                     naming a plugin that is not loaded is a warning
+  --strict           with --selection: such a file is refused instead (exit 1; not bench, tune)
   -h, --help         this help
 )";
 
@@ -79,15 +81,17 @@ const std::map<std::string, Command>& commands() {
       {"list", {"backplane list [--json] [common flags]", "Every plugin on the search path, loaded if it can be.", {"--json"}, {}, false, list_command}},
       {"ops", {"backplane ops [--json] [common flags]", "The coverage table op x backend, and which plugin serves each op.", {"--json"}, {}, false, ops_command}},
       {"check",
-       {"backplane check [BACKEND...] [--ops a,b] [-v] [--allow-missing-device] [--json] [common flags]",
+       {"backplane check [BACKEND...] [--ops a,b] [-v] [--allow-missing-device] [--no-gradients] [--json] [common flags]",
         "The conformance suite on each backend: one line per op; an op a backend lacks is 'not implemented on "
         "BACKEND'.\nExits 1 when a check fails, when a backend named (as an argument, --backends or\n"
         "$BACKPLANE_BACKENDS) has no device here, or when nothing was checked.\n"
         "  --ops a,b                only these ops\n"
         "  -v                       every failure in full (dispatcher detail included)\n"
         "  --allow-missing-device   a backend with no device here is listed as not checked, and the\n"
-        "                           exit code ignores it (CI on a machine without the device)",
-        {"--json", "-v", "--ops", "--allow-missing-device"}, {"--ops"}, true, check_command}},
+        "                           exit code ignores it (CI on a machine without the device)\n"
+        "  --no-gradients           leave out the gradient cases (each `backward:` formula against\n"
+        "                           autograd through the op's reference)",
+        {"--json", "-v", "--ops", "--allow-missing-device", "--no-gradients"}, {"--ops"}, true, check_command}},
       {"new-backend",
        {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--stable-abi [--torch-target X.Y]] "
         "[--dir DIR]",
@@ -237,11 +241,14 @@ int main(int argc, char** argv) {
     } else if (arg == "--selection") {
       const std::string file = std::filesystem::absolute(argv[++i]).string();
       try {
-        backplane::apply_selection_file(file);
+        backplane::apply_selection_file(file);  // nothing is loaded yet: checked again once loaded
       } catch (const std::exception& e) {
         return usage_error(std::string("--selection: ") + e.what());
       }
+      options.selection = file;
       setenv("BACKPLANE_SELECTION", file.c_str(), 1);  // and for the programs bench and tune run
+    } else if (arg == "--strict") {
+      options.strict = true;
     } else if (own && arg == "--json" && !own_valued) {
       options.json = true;
     } else if (own && arg == "-v") {
@@ -262,6 +269,10 @@ int main(int argc, char** argv) {
       return usage_error("unexpected argument '" + arg + "'");
     }
   }
+  if (options.strict && !options.selection) return usage_error("--strict checks a --selection file; none was given");
+  if (options.strict && (name == "bench" || name == "tune"))  // their programs read BACKPLANE_SELECTION alone
+    return usage_error("--strict: " + name + " applies --selection in the programs it runs, which cannot check it; "
+                       "check the file with `backplane ops --backends ... --selection FILE --strict`");
   if (name == "check") {  // `backplane check acme`: as --backends acme; its flags stay in rest
     std::vector<std::string> named, flags;
     for (auto& arg : options.rest) (arg[0] == '-' ? flags : named).push_back(arg);

@@ -51,6 +51,7 @@ int check_command(const Options& options) {
   const bool named = options.backends || std::getenv("BACKPLANE_BACKENDS");
   const bool allow_missing_device =
       std::count(options.rest.begin(), options.rest.end(), "--allow-missing-device") > 0;
+  const bool gradients = std::count(options.rest.begin(), options.rest.end(), "--no-gradients") == 0;
   std::vector<std::string> json_rows;
   const auto records = load_selected(options);  // loading may define plugins' own ops
   std::vector<std::string> only;  // as ids: "backplane::add" is "add"
@@ -64,8 +65,9 @@ int check_command(const Options& options) {
   }
   const auto ops = all_ops();
   const int width = op_column_width(ops);
+  const int name_width = backend_column_width(records);
   if (!options.json)
-    std::cout << std::left << std::setw(12) << "BACKEND" << std::setw(width) << "OP" << std::setw(8) << "PASSED"
+    std::cout << std::left << std::setw(name_width) << "BACKEND" << std::setw(width) << "OP" << std::setw(8) << "PASSED"
               << std::setw(8) << "FAILED" << "SKIPPED\n";
   for (const auto& record : records) {
     std::string why;
@@ -79,11 +81,11 @@ int check_command(const Options& options) {
       if (options.json)
         json_rows.push_back(json::Object().str("backend", record.name).str("status", "not checked").str("reason", why).done());
       else
-        std::cout << std::setw(12) << record.name << "not checked: " << why << "\n";
+        std::cout << std::setw(name_width) << record.name << "not checked: " << why << "\n";
       continue;
     }
     ++checked;
-    const auto results = conformance::check_backend(record, *device, only);
+    const auto results = conformance::check_backend(record, *device, only, gradients);
     for (const OpDef& op : ops) {
       int passed = 0, failed = 0, skipped = 0;
       bool missing = false, ran = false;
@@ -117,7 +119,7 @@ int check_command(const Options& options) {
         json_rows.push_back(row.done());
         continue;
       }
-      std::cout << std::setw(12) << record.name << std::setw(width) << op.id();
+      std::cout << std::setw(name_width) << record.name << std::setw(width) << op.id();
       if (missing) {
         std::cout << "not implemented on " << record.name << "\n";
         continue;

@@ -70,7 +70,8 @@ class OpInfo:
     reference: str = ""  # the PyTorch call the conformance suite compares against
     baseline: str = ""  # PyTorch's fused op the bench times beside it, where the reference is not one
     backward: dict[str, str] = field(default_factory=dict)  # Tensor argument -> its gradient formula
-    # Registry inputs: {"name", "args": {arg: sizes for Tensors, else the value}}
+    # Registry inputs: {"name", "args": {arg: sizes for Tensors, else the value (a str too)}}, and
+    # where stated "magnitude" (samples: a factor for the drawn values) or "layout" (bench presets)
     samples: tuple[dict, ...] = ()
     bench: tuple[dict, ...] = ()
     namespace: str = "backplane"
@@ -94,12 +95,14 @@ def _backend(record: dict) -> Backend:
     return Backend(**{**record, "ops": tuple(record["ops"])})
 
 
-def load(*names: str, path: str | None = None, selection: str | os.PathLike | None = None) -> list[Backend]:
+def load(*names: str, path: str | None = None, selection: str | os.PathLike | None = None,
+         strict: bool = False) -> list[Backend]:
     """Loads backends by name ("cpu", "cuda", "npu"; "cpu,cuda" also works).
 
     selection: a selection file (`backplane tune` writes one) to apply once they are
     loaded: which plugin serves each op, by call size, where two serve one device
     (apply_selection says how; in a distributed job every rank must pass the same file).
+    strict: refuse a selection file naming a plugin that is not loaded (else a warning).
 
     Searched: the installed plugins (beside libbackplane_core.so), then `path` (a colon
     list), then BACKPLANE_PLUGIN_PATH and the plugin packages installed through the
@@ -116,7 +119,7 @@ def load(*names: str, path: str | None = None, selection: str | os.PathLike | No
         fast_call.install(rows)
         sharding.install(rows)
     if selection is not None:
-        apply_selection(selection)
+        apply_selection(selection, strict=strict)
     return loaded
 
 
@@ -209,13 +212,16 @@ def torch_op(name: str):
     return getattr(getattr(torch.ops, namespace or "backplane"), op)
 
 
-def check(backend: str, ops: str | list[str] = ()) -> list[CheckResult]:
+def check(backend: str, ops: str | list[str] = (), gradients: bool = True) -> list[CheckResult]:
     """Runs the conformance suite (the one `backplane check` runs) on a loaded backend's
     kernels: every op, or those named, x case x dtype. An op the backend lacks gives one
-    result with outcome "not implemented". Raises ValueError naming an op no loaded
-    registry defines (and the known ones), BackendError for a backend with no device here."""
+    result with outcome "not implemented". gradients=False leaves out the gradient cases
+    ("gradient/<sample>": each `backward:` formula against autograd through the op's
+    reference, as `backplane check --no-gradients` does). Raises ValueError naming an op no
+    loaded registry defines (and the known ones), BackendError for a backend with no device
+    here."""
     names = ops.split(",") if isinstance(ops, str) else list(ops)
-    return [CheckResult(**r) for r in core().check(backend, ",".join(n for n in names if n))]
+    return [CheckResult(**r) for r in core().check(backend, ",".join(n for n in names if n), gradients)]
 
 
 def _cmake_prefix_path() -> str | None:

@@ -111,8 +111,8 @@ class _Core:
             "backplane_c_hold_preference": [ctypes.c_char_p, ctypes.c_char_p, out],
             "backplane_c_release_preference": [ctypes.c_uint64, ctypes.c_int, out],
             "backplane_c_serving": [out],
-            "backplane_c_apply_selection": [ctypes.c_char_p, out],
-            "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, out],
+            "backplane_c_apply_selection": [ctypes.c_char_p, ctypes.c_int, out],
+            "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, out],
         }.items():
             fn = getattr(self._lib, name)
             fn.argtypes = args
@@ -164,11 +164,12 @@ class _Core:
     def serving(self):
         return self._call("backplane_c_serving")
 
-    def apply_selection(self, path: str) -> str:
-        return self._call("backplane_c_apply_selection", path.encode())
+    def apply_selection(self, path: str, strict: bool = False) -> dict:
+        # os.fsencode: a path holding bytes that are not UTF-8 reaches the file system as given.
+        return self._call("backplane_c_apply_selection", os.fsencode(path), int(strict))
 
-    def check(self, backend: str, ops: str):
-        return self._call("backplane_c_check", backend.encode(), ops.encode())
+    def check(self, backend: str, ops: str, gradients: bool):
+        return self._call("backplane_c_check", backend.encode(), ops.encode(), int(gradients))
 
 
 _core: _Core | None = None

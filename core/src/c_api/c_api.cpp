@@ -52,6 +52,7 @@ std::string ivalue_json(const c10::IValue& v) {
     return out.str();
   }
   if (v.isBool()) return v.toBool() ? "true" : "false";
+  if (v.isString()) return json::quote(v.toStringRef());
   return "null";
 }
 
@@ -63,6 +64,7 @@ std::string inputs_json(const std::vector<OpInputs>& list) {
     json::Object item;
     item.str("name", in.name).raw("args", args.done());
     if (!in.layout.empty()) item.str("layout", in.layout);  // bench presets: every Tensor argument's layout
+    if (in.magnitude != 1.0) item.raw("magnitude", ivalue_json(c10::IValue(in.magnitude)));  // samples: a factor
     items.push_back(item.done());
   }
   return json::array(items);
@@ -322,21 +324,29 @@ __attribute__((visibility("default"))) int backplane_c_serving(char** out) {
   });
 }
 
-// Applies a selection file (selection_file.h); "" clears it. *out is the serving JSON's
-// "selection_file" then; 3: a file that cannot be read or is not a selection file.
-__attribute__((visibility("default"))) int backplane_c_apply_selection(const char* path, char** out) {
+// Applies a selection file (selection_file.h; strict != 0: refuse one naming a plugin
+// that is not loaded); "" clears it. *out is {"selection_file": the path in force,
+// "warnings": [what applying it warned about]}, for Python to raise as warnings; 3: a
+// file that cannot be read, is not a selection file, or is refused under strict.
+__attribute__((visibility("default"))) int backplane_c_apply_selection(const char* path, int strict, char** out) {
   return backplane::guarded_input(out, [&] {
+    backplane::CollectWarnings collect;
     if (*path == '\0')
       backplane::clear_selection_file();
     else
-      backplane::apply_selection_file(path);
-    return backplane::json::quote(backplane::selection_file());
+      backplane::apply_selection_file(path, strict != 0);
+    return backplane::json::Object()
+        .str("selection_file", backplane::selection_file())
+        .raw("warnings", backplane::json::list(collect.messages))
+        .done();
   });
 }
 
-// The conformance suite on a loaded backend; ops is a comma list or "" for all. 1: the
-// backend is not loaded or has no device here; 3: an op that no loaded registry defines.
-__attribute__((visibility("default"))) int backplane_c_check(const char* backend, const char* ops, char** out) {
+// The conformance suite on a loaded backend; ops is a comma list or "" for all; gradients
+// 0 leaves out the gradient cases. 1: the backend is not loaded or has no device here; 3:
+// an op that no loaded registry defines.
+__attribute__((visibility("default"))) int backplane_c_check(const char* backend, const char* ops, int gradients,
+                                                             char** out) {
   return backplane::guarded_input(out, [&] {
     const backplane::BackendRecord record = backplane::load(std::string(backend));
     const std::vector<std::string> only = backplane::ops_to_check(ops);  // after loading: its own ops are known
@@ -344,7 +354,7 @@ __attribute__((visibility("default"))) int backplane_c_check(const char* backend
     const auto device = backplane::conformance::device_for_key(record.dispatch_key, &why);
     if (!device) throw backplane::BackendError("backend '" + record.name + "' cannot be checked here: " + why);
     std::vector<std::string> rows;
-    for (const auto& r : backplane::conformance::check_backend(record, *device, only))
+    for (const auto& r : backplane::conformance::check_backend(record, *device, only, gradients != 0))
       rows.push_back(backplane::json::Object()
                          .str("backend", r.backend)
                          .str("op", r.op)

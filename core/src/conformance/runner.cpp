@@ -4,6 +4,7 @@
 #include <backplane/selection.h>
 
 #include "conformance/cases.h"
+#include "conformance/gradient_cases.h"
 #include <backplane/conformance_inputs.h>
 
 #include <c10/core/DispatchKey.h>
@@ -33,10 +34,18 @@ std::vector<std::reference_wrapper<const OpSuite>> suites() {
   std::vector<std::reference_wrapper<const OpSuite>> out;
   for (const OpDef& op : all_ops()) {
     auto it = derived->find(op.id());
-    if (it == derived->end()) it = derived->emplace(op.id(), derive_suite(op)).first;
+    if (it == derived->end()) {
+      OpSuite suite = derive_suite(op);
+      add_gradient_cases(op, suite.cases);
+      it = derived->emplace(op.id(), std::move(suite)).first;
+    }
     out.push_back(it->second);
   }
   return out;
+}
+
+std::vector<c10::ScalarType> case_dtypes(const OpDef& op, const Case& c) {
+  return c.dtypes.empty() ? op.dtypes : c.dtypes;
 }
 
 Result run_case(const OpSuite& suite, const Case& c, c10::ScalarType dtype, c10::Device device) {
@@ -50,6 +59,9 @@ Result run_case(const OpSuite& suite, const Case& c, c10::ScalarType dtype, c10:
     auto failure = c.check(dtype, device);
     r.outcome = failure ? Outcome::Failed : Outcome::Passed;
     if (failure) r.detail = *failure;
+  } catch (const CaseSkipped& e) {
+    r.outcome = Outcome::Skipped;
+    r.detail = e.what();
   } catch (const c10::Error& e) {
     r.detail = std::string("threw: ") + e.what_without_backtrace();
   } catch (const std::exception& e) {
@@ -58,7 +70,8 @@ Result run_case(const OpSuite& suite, const Case& c, c10::ScalarType dtype, c10:
   return r;
 }
 
-std::vector<Result> check_backend(const BackendRecord& backend, c10::Device device, const std::vector<std::string>& ops) {
+std::vector<Result> check_backend(const BackendRecord& backend, c10::Device device, const std::vector<std::string>& ops,
+                                  bool gradients) {
   std::vector<Result> results;
   for (const OpSuite& suite : suites()) {
     if (!ops.empty() && std::find(ops.begin(), ops.end(), suite.op) == ops.end()) continue;
@@ -68,12 +81,15 @@ std::vector<Result> check_backend(const BackendRecord& backend, c10::Device devi
     }
     // This backend's kernel, even where another plugin serves the device by default.
     const ScopedPreference only_this(suite.op, {backend.name});
-    for (const auto& c : suite.cases)
-      for (auto dtype : find_op_def(suite.op)->dtypes) {
+    const OpDef& op = *find_op_def(suite.op);
+    for (const auto& c : suite.cases) {
+      if (c.gradient && !gradients) continue;
+      for (auto dtype : case_dtypes(op, c)) {
         Result r = run_case(suite, c, dtype, device);
         r.backend = backend.name;
         results.push_back(std::move(r));
       }
+    }
   }
   return results;
 }
