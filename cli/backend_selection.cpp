@@ -1,6 +1,8 @@
 // Which backends a command loads: those --backends names, else $BACKPLANE_BACKENDS's,
-// else every plugin found.
+// else every plugin found; then the --selection file, checked against what loaded.
 #include "cli.h"
+
+#include <backplane/selection_file.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -38,14 +40,21 @@ std::vector<BackendRecord> load_selected(const Options& options) {
       throw BackendError(e.what());
     }
   }
-  if (names.empty()) return load_discovered(options.load);
-  if (names == std::vector<std::string>{"none"}) return {};
-  load(names, options.load);
   std::vector<BackendRecord> selected;
-  for (auto& r : backends(options.load))
-    for (const auto& n : names)
-      if (r.name == n) selected.push_back(r);
+  if (names.empty()) {
+    selected = load_discovered(options.load);
+  } else if (names != std::vector<std::string>{"none"}) {
+    load(names, options.load);
+    for (auto& r : backends(options.load))
+      for (const auto& n : names)
+        if (r.name == n) selected.push_back(r);
+  }
+  apply_selection_loaded(options);
   return selected;
+}
+
+void apply_selection_loaded(const Options& options) {
+  if (options.selection) apply_selection_file(*options.selection, options.strict);
 }
 
 }  // namespace backplane::cli

@@ -24,6 +24,8 @@ struct Options {
   std::vector<std::string> ops;                      // --ops a,b: only these (check)
   bool json = false;                                 // --json: machine-readable output on stdout
   bool verbose = false;                              // -v: every failure in full
+  std::optional<std::string> selection;              // --selection FILE (absolute), applied again once loaded
+  bool strict = false;                               // --strict: refuse a --selection file naming an unloaded plugin
   std::vector<std::string> rest;                     // what the subcommand reads itself (run)
 };
 
@@ -34,13 +36,27 @@ struct Options {
 std::vector<std::string> backend_names(const std::string& value, const std::string& what, const std::string& unset);
 
 // Loads what the options name (throws BackendError), or every backend found when
-// none is named (broken ones are recorded, never thrown). Returns the records selected.
+// none is named (broken ones are recorded, never thrown), then applies --selection
+// again (apply_selection_loaded). Returns the records selected.
 std::vector<BackendRecord> load_selected(const Options& options);
+
+// --selection's file, applied once more now that plugins are loaded: it is checked
+// against them (a warning, or with --strict std::invalid_argument, for a bucket naming
+// a plugin that is not loaded). Does nothing without --selection.
+void apply_selection_loaded(const Options& options);
 
 // The width of a table's OP column (ops, check): the longest op id plus two spaces.
 inline int op_column_width(const std::vector<std::reference_wrapper<const OpDef>>& ops) {
   size_t longest = 14;
   for (const OpDef& op : ops) longest = std::max(longest, op.id().size());
+  return static_cast<int>(longest + 2);
+}
+
+// The width of a table's BACKEND column (list, ops, check): at least 12, and the longest
+// backend name plus two spaces, so a long name never runs into the next column.
+inline int backend_column_width(const std::vector<BackendRecord>& records) {
+  size_t longest = 10;
+  for (const BackendRecord& r : records) longest = std::max(longest, r.name.size());
   return static_cast<int>(longest + 2);
 }
 

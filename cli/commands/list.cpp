@@ -46,6 +46,7 @@ std::vector<BackendRecord> probe_and_load_discovered(const LoadOptions& options)
 int list_command(const Options& options) {
   const bool discovering = !options.backends && !std::getenv("BACKPLANE_BACKENDS");
   const auto records = discovering ? probe_and_load_discovered(options.load) : load_selected(options);
+  if (discovering) apply_selection_loaded(options);  // load_selected does it itself
   if (options.json) {
     std::vector<std::string> rows;
     for (const auto& r : records) rows.push_back(json::backend_record(r));
@@ -61,13 +62,14 @@ int list_command(const Options& options) {
   }
   std::cout << "backplane " << core_version() << ", torch " << torch_major_minor() << ", plugin ABI " << kPluginAbi
             << "\nsearch path: " << join(plugin_search_path(options.load), ":") << "\n\n";
-  std::cout << std::left << std::setw(12) << "BACKEND" << std::setw(11) << "STATUS" << std::setw(13) << "KEY"
+  const int name_width = backend_column_width(records);
+  std::cout << std::left << std::setw(name_width) << "BACKEND" << std::setw(11) << "STATUS" << std::setw(13) << "KEY"
             << std::setw(9) << "VERSION" << std::setw(5) << "OPS" << "PATH / REASON\n";
   for (const auto& r : records) {
-    std::cout << std::left << std::setw(12) << r.name << std::setw(11) << to_string(r.status) << std::setw(13)
+    std::cout << std::left << std::setw(name_width) << r.name << std::setw(11) << to_string(r.status) << std::setw(13)
               << (r.dispatch_key.empty() ? "-" : r.dispatch_key) << std::setw(9)
               << (r.version.empty() ? "-" : r.version) << std::setw(5) << r.ops.size() << r.path << "\n";
-    if (!r.reason.empty()) std::cout << std::string(50, ' ') << "reason: " << r.reason << "\n";
+    if (!r.reason.empty()) std::cout << std::string(name_width + 38, ' ') << "reason: " << r.reason << "\n";
   }
   if (records.empty()) std::cout << "(no plugins found)\n";
   return kExitOk;

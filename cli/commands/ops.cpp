@@ -46,9 +46,10 @@ int ops_command(const Options& options) {
   std::vector<std::string> json_rows;
   const auto ops = all_ops();  // after loading: plugins' own ops too
   const int width = op_column_width(ops);
+  const int name_width = backend_column_width(records);  // each backend's column holds its name
   if (!options.json) {
     std::cout << std::left << std::setw(width) << "OP";
-    for (const auto& r : records) std::cout << std::setw(12) << r.name;
+    for (const auto& r : records) std::cout << std::setw(name_width) << r.name;
     std::cout << "DTYPES (registry)\n";
   }
   for (const OpDef& op : ops) {
@@ -72,7 +73,7 @@ int ops_command(const Options& options) {
                          : cell.dtypes.size() == declared.size() ? "yes"
                          : cell.dtypes.empty()                   ? "FAILS"
                                                                  : "partial";
-      std::cout << std::setw(12) << text;
+      std::cout << std::setw(name_width) << text;
     }
     if (options.json) {
       json_rows.push_back(json::Object()

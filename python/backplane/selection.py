@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import threading
+import warnings
 from dataclasses import dataclass
 
 from ._native import _IDENTIFIER, core
+from .rank_exchange import exchange_with_deadline
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,9 @@ class prefer:
     process-wide, and per op the newest still in force applies. As a context manager it
     withdraws exactly its own preference on exit, whatever blocks on other threads did
     meanwhile, so the newest one left applies again (selection.h states the rule); a
-    plain call keeps its preference for good. A bad op or plugin name raises ValueError
-    naming the preference.
+    plain call keeps its preference for good. One object may be entered again, also inside
+    its own block: each entry holds a preference of its own, and each exit withdraws the
+    one its entry holds. A bad op or plugin name raises ValueError naming the preference.
     """
 
     def __init__(self, op: str, *plugins: str | None) -> None:
@@ -53,22 +58,35 @@ class prefer:
             if not _IDENTIFIER.fullmatch(p):
                 raise ValueError(f"preference {spec!r}: {p!r} is not a plugin name (a plain identifier)")
         self._op, self._plugins = op, list(plugins)
-        self._token: int | None = core().hold_preference(op, self._plugins)
+        # The construction's hold: the first block takes it over; never entered, it stays for good.
+        self._unentered: int | None = core().hold_preference(op, self._plugins)
+        # Per thread, the holds of the blocks open on it, innermost last: a `with` block
+        # begins and ends on one thread, so each exit finds its own entry's hold. Limit:
+        # coroutines interleaving blocks of one object on one thread share that thread's list.
+        self._blocks: dict[int, list[int]] = {}
+        self._lock = threading.Lock()
 
     def __enter__(self) -> "prefer":
-        if self._token is None:  # entered again after an earlier block ended
-            self._token = core().hold_preference(self._op, self._plugins)
+        with self._lock:
+            token, self._unentered = self._unentered, None
+        if token is None:  # entered again: during a block of its own, or after one ended
+            token = core().hold_preference(self._op, self._plugins)
+        with self._lock:
+            self._blocks.setdefault(threading.get_ident(), []).append(token)
         return self
 
     def __exit__(self, *exc) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            core().release_preference(token, withdraw=True)
+        with self._lock:
+            held = self._blocks[threading.get_ident()]
+            token = held.pop()
+            if not held:
+                del self._blocks[threading.get_ident()]
+        core().release_preference(token, withdraw=True)
 
     def __del__(self) -> None:
-        # Never a block, or still held: the preference stays for good. Releasing the hold
-        # lets the core forget the older ones it hides; it changes no choice.
-        token = getattr(self, "_token", None)
+        # Never a block: the preference stays for good. Releasing the hold lets the core
+        # forget the older ones it hides; it changes no choice.
+        token = getattr(self, "_unentered", None)
         if token is not None:
             try:
                 core().release_preference(token, withdraw=False)
@@ -95,25 +113,51 @@ def selection_file() -> str:
     return core().serving()["selection_file"]
 
 
-def apply_selection(path: str | os.PathLike | None) -> str:
+def apply_selection(path: str | os.PathLike | None, strict: bool = False) -> str:
     """Applies a selection file (written by `backplane tune`; the format is in
     core/include/backplane/selection_file.h and docs/selection.md): where two loaded plugins
     serve an op on one device, the file's plugin for the call's size serves it, from now
     on, in compiled code too. None clears it. A preference for the op itself (prefer())
     still wins over the file.
 
+    A bucket naming a plugin that is not loaded (a misspelling, or a plugin this machine
+    lacks) falls back to the rule without the file: a warning names each such bucket and
+    the plugins loaded; strict=True refuses the file instead (ValueError, nothing applied).
+
     In a distributed job (torch.distributed initialized, more than one rank) every rank
     must apply the same file, so that every rank runs the same plugin for the same call:
     the ranks compare the file's contents, and a rank whose file differs raises ValueError
-    naming the ranks that disagree (on every rank, before anything is applied).
+    naming the ranks that disagree (on every rank, before anything is applied). A rank
+    waits for the others at most BACKPLANE_SELECTION_TIMEOUT seconds (default 60), then
+    raises ValueError naming the ranks that did not come; a rank coming later raises too.
 
     Raises ValueError naming the file, line and column for one that is not a selection
-    file. Returns the path in force."""
+    file, and naming the file for one that cannot be read (only a regular file is read,
+    never a FIFO or a device); TypeError for a path that is not str or os.PathLike of str.
+    Returns the path in force."""
     if path is None:
-        return core().apply_selection("")
-    path = os.fspath(path)
+        return core().apply_selection("")["selection_file"]
+    path = _selection_path(path)
     _require_same_file_on_every_rank(path)
-    return core().apply_selection(os.path.abspath(path))
+    applied = core().apply_selection(os.path.abspath(path), strict)
+    for message in applied["warnings"]:
+        warnings.warn(message, stacklevel=2)
+    return applied["selection_file"]
+
+
+def _selection_path(path) -> str:
+    # The C interface takes a NUL-terminated string: "a.yaml\0b" would arrive as "a.yaml".
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"selection file {path!r}: expected a path (str or os.PathLike), found "
+                        f"{type(path).__name__}") from None
+    if not isinstance(path, str):
+        raise TypeError(f"selection file {path!r}: expected a path as str or os.PathLike, found bytes "
+                        "(os.fsdecode gives the str)")
+    if "\x00" in path:
+        raise ValueError(f"selection file {path!r}: the path holds a NUL character")
+    return path
 
 
 def _require_same_file_on_every_rank(path: str) -> None:
@@ -122,13 +166,8 @@ def _require_same_file_on_every_rank(path: str) -> None:
     dist = sys.modules.get("torch.distributed")  # never imported for this: a job that uses it has
     if dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_world_size() < 2:
         return
-    try:
-        with open(path, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError as e:
-        digest = f"unreadable ({e.strerror})"
-    digests = [None] * dist.get_world_size()
-    dist.all_gather_object(digests, digest)
+    digests = exchange_with_deadline(dist, "selection", _digest(path), f"selection file {path}",
+                                     "compare selection files")
     if len(set(digests)) > 1:
         groups: dict[str, list[int]] = {}
         for rank, d in enumerate(digests):
@@ -137,3 +176,25 @@ def _require_same_file_on_every_rank(path: str) -> None:
                          for d, ranks in groups.items())
         raise ValueError(f"selection file {path}: the ranks of this job read different files ({seen}); every rank "
                          "must apply the same file, or ranks would run different plugins for the same call")
+
+
+# The core reads at most this much of a selection file (kMaxTextFileBytes in
+# core/src/plugins/posix_files.h), so a larger one is refused there whatever its digest.
+_MAX_FILE_BYTES = 16 << 20
+
+
+def _digest(path: str) -> str:
+    """The file's SHA-256, or "unreadable (why)". Read as the core reads it: opened without
+    blocking and read only when a regular file (a FIFO would block for good, /dev/zero
+    never end), at most _MAX_FILE_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "unreadable (not a regular file)"
+        data = f.read(_MAX_FILE_BYTES + 1)
+    if len(data) > _MAX_FILE_BYTES:
+        return f"unreadable (more than {_MAX_FILE_BYTES >> 20} MiB)"
+    return hashlib.sha256(data).hexdigest()

@@ -1,4 +1,5 @@
-"""Issue 32, items 11, 13 and 15: prefer() undone exactly and its errors named, check()
+"""Issue 32, items 11, 13 and 15 (and issue 45, item 16: a block entered again inside itself):
+prefer() undone exactly and its errors named, check()
 refusing an unknown op, `backplane check` on a backend with no device, and
 BACKPLANE_BACKENDS read by one rule in Python and in the `backplane` command."""
 import json
@@ -101,6 +102,23 @@ assert torch.equal(ident(x), -x), "a block withdraws the object's preference"
 with p:  # entered again: applies again
     assert torch.equal(ident(x), x)
 assert backplane.preferences() == "identity_conv:cpu_alt"
+""")
+
+
+def test_entering_a_block_again_inside_itself_keeps_the_outer_preference():
+    # Issue 45, item 16: the inner exit used to withdraw the one hold both shared.
+    run("""
+p = backplane.prefer("identity_conv", "cpu_alt")
+with p:
+    with p:
+        assert torch.equal(ident(x), -x)
+    assert backplane.preferences() == "identity_conv:cpu_alt", "the outer block's preference stays for its rest"
+    assert torch.equal(ident(x), -x)
+    with p, p:
+        pass
+    assert backplane.preferences() == "identity_conv:cpu_alt"
+assert backplane.preferences() == "", backplane.preferences()
+assert torch.equal(ident(x), x)
 """)
 
 

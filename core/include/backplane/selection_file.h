@@ -43,12 +43,18 @@ struct SelectionRule {
 };
 
 // Parses a selection file. Throws std::invalid_argument "PATH:LINE:COLUMN: what was
-// expected, what was found" for a file that cannot be read or is not one.
+// expected, what was found" for a file that is not one, "PATH: cannot read the selection
+// file: why" for one that cannot be read: only a regular file of at most 16 MiB is read,
+// opened without blocking (a FIFO or a device is refused, never waited on).
 BACKPLANE_API std::vector<SelectionRule> read_selection_file(const std::string& path);
 
 // Reads and applies a selection file, replacing the one in force (the choice changes at
 // once, in compiled code too). Throws as read_selection_file; the one in force then stays.
-BACKPLANE_API void apply_selection_file(const std::string& path);
+// A bucket naming a plugin that is not loaded (a misspelling, or a plugin this machine
+// lacks) is a warning naming every such bucket and the plugins loaded; with strict, it
+// is refused (std::invalid_argument, nothing applied). Checked against the plugins
+// loaded when it is applied: with none loaded yet, only strict refuses.
+BACKPLANE_API void apply_selection_file(const std::string& path, bool strict = false);
 // No selection file in force from now on.
 BACKPLANE_API void clear_selection_file();
 // The path of the selection file in force; empty when none.

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -47,10 +49,24 @@ inline std::optional<std::string> not_a_regular_file(const std::string& path) {
   return std::nullopt;
 }
 
-// The whole text of a regular file, or nullopt with `why` set. Opened without blocking
-// and checked on the open descriptor before any read, so a FIFO swapped in after a stat
-// is refused too.
-inline std::optional<std::string> read_regular_file(const std::string& path, std::string& why) {
+// Files the core reads whole (manifests, registry fragments, selection files) are a few
+// KB; a larger one is something else (a disk image, a log), never worth holding in memory.
+inline constexpr std::size_t kMaxTextFileBytes = std::size_t{16} << 20;
+
+// The whole text of a regular file of at most `max_bytes`, or nullopt with `why` set.
+// Opened without blocking and checked on the open descriptor before any read, so a FIFO
+// swapped in after a stat is refused too; the size is checked before reading and again
+// while reading (a file that grows meanwhile, or one whose size stat cannot tell).
+inline std::optional<std::string> read_regular_file(const std::string& path, std::string& why,
+                                                    std::size_t max_bytes = kMaxTextFileBytes) {
+  const auto too_large = [&] {
+    return "it holds more than " + std::to_string(max_bytes >> 20) + " MiB (" + std::to_string(max_bytes) +
+           " bytes); expected a small text file";
+  };
+  if (path.find('\0') != std::string::npos) {  // the C calls below would read a shorter path
+    why = "the path holds a NUL character";
+    return std::nullopt;
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     why = std::strerror(errno);
@@ -62,21 +78,34 @@ inline std::optional<std::string> read_regular_file(const std::string& path, std
     why = std::strerror(errno);
   } else if (auto kind = not_regular(st)) {
     why = "it is " + *kind + ", expected a regular file";
+  } else if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
+    why = too_large();
   } else {
     text.emplace();
     char buffer[65536];
     for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
       if (n > 0) {
         text->append(buffer, static_cast<size_t>(n));
-      } else if (errno != EINTR) {
+        if (text->size() <= max_bytes) continue;
+        why = too_large();
+      } else if (errno == EINTR) {
+        continue;
+      } else {
         why = std::strerror(errno);
-        text.reset();
-        break;
       }
+      text.reset();
+      break;
     }
   }
   ::close(fd);
   return text;
+}
+
+// `path` for a message: a NUL shown as \0 (a C string, what() included, would end at it).
+inline std::string printable_path(const std::string& path) {
+  std::string out;
+  for (const char c : path) out += c == '\0' ? std::string("\\0") : std::string(1, c);
+  return out;
 }
 
 // The resolved absolute path, or `path` unchanged when it cannot be resolved.

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 
 namespace backplane {
 namespace {
@@ -158,8 +159,9 @@ class Selection {
     choose(*slot);
   }
 
-  void after_load() {
+  void after_load(const std::string& plugin) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (std::find(loaded_.begin(), loaded_.end(), plugin) == loaded_.end()) loaded_.push_back(plugin);
     for (auto& [_, slot] : slots_) {
       if (slot->offers.size() < 2 || slot->selector) continue;
       // Installing over the first plugin's kernel is deliberate: keep PyTorch's
@@ -183,6 +185,7 @@ class Selection {
 
   void withdraw(const std::string& plugin) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    loaded_.erase(std::remove(loaded_.begin(), loaded_.end(), plugin), loaded_.end());
     for (auto& [_, slot] : slots_) {
       // Moved aside, never freed: `chosen` may point at one until choose() runs, and a
       // selector on another thread may be reading it.
@@ -239,8 +242,9 @@ class Selection {
     choose_all();
   }
 
-  void set_file(const std::string& path, const std::vector<SelectionRule>& rules) {
+  void set_file(const std::string& path, const std::vector<SelectionRule>& rules, bool strict) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    check_plugins_loaded(path, rules, strict);
     file_rules_.clear();
     for (const auto& r : rules) file_rules_[{r.op, r.dispatch_key}] = r.buckets;
     file_path_ = path;
@@ -273,10 +277,36 @@ class Selection {
     }
   };
 
+  static std::string joined(const std::vector<std::string>& items, const char* sep) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+    return out;
+  }
+
   static std::string offered_by(const Slot& slot) {
     std::string out;
     for (const auto& o : slot.offers) out += (out.empty() ? "'" : ", '") + o.plugin + "'";
     return out;
+  }
+
+  // A bucket naming a plugin that is not loaded falls back to the rule without the file
+  // (selection_file.h): right on a machine without that plugin, silent for a misspelled
+  // name. Said once per apply; refused (nothing applied) under strict. Only against the
+  // plugins loaded now: with none loaded yet (BACKPLANE_SELECTION, read as the core
+  // loads) there is nothing to compare with, and only strict speaks.
+  void check_plugins_loaded(const std::string& path, const std::vector<SelectionRule>& rules, bool strict) const {
+    std::vector<std::string> unloaded;
+    for (const auto& rule : rules)
+      for (std::size_t i = 0; i < rule.buckets.size(); ++i)
+        if (std::find(loaded_.begin(), loaded_.end(), rule.buckets[i].plugin) == loaded_.end())
+          unloaded.push_back("op '" + rule.op + "' on " + rule.dispatch_key + ", bucket " + std::to_string(i + 1) +
+                             ": '" + rule.buckets[i].plugin + "'");
+    if (unloaded.empty() || (!strict && loaded_.empty())) return;
+    const std::string loaded = loaded_.empty() ? "none" : joined(loaded_, ", ");
+    const std::string what = path + ": names plugins that are not loaded (loaded: " + loaded + "): " +
+                             joined(unloaded, "; ");
+    if (strict) throw std::invalid_argument(what + " (strict: every plugin a selection file names must be loaded)");
+    TORCH_WARN("backplane: selection file ", what, "; calls of those sizes go to the plugin serving without the file");
   }
 
   void choose_all() {
@@ -375,6 +405,7 @@ class Selection {
   // The selection file in force (selection_file.h): (op id, dispatch key) -> buckets.
   std::map<std::pair<std::string, std::string>, std::vector<SizeBucket>> file_rules_;
   std::string file_path_;
+  std::vector<std::string> loaded_;  // plugins loaded (after_load), in load order
 };
 
 // BACKPLANE_PREFER applies from the start; a bad value is a warning, not a crash of
@@ -426,7 +457,7 @@ std::size_t core_registrations() { return registrations.load(); }
 LoadingScope::LoadingScope(LoadingPlugin* plugin) : previous_(loading) { loading = plugin; }
 LoadingScope::~LoadingScope() { loading = previous_; }
 
-void after_plugin_loaded(const std::string&) { Selection::get().after_load(); }
+void after_plugin_loaded(const std::string& plugin) { Selection::get().after_load(plugin); }
 
 void withdraw_offers(const std::string& plugin) { Selection::get().withdraw(plugin); }
 
@@ -463,9 +494,11 @@ std::string serving_plugin(const std::string& op, const std::string& dispatch_ke
   return "";
 }
 
-void apply_selection_file(const std::string& path) { Selection::get().set_file(path, read_selection_file(path)); }
+void apply_selection_file(const std::string& path, bool strict) {
+  Selection::get().set_file(path, read_selection_file(path), strict);
+}
 
-void clear_selection_file() { Selection::get().set_file("", {}); }
+void clear_selection_file() { Selection::get().set_file("", {}, false); }
 
 std::string selection_file() { return Selection::get().file(); }
 

@@ -5,13 +5,14 @@
 #include <backplane/selection_file.h>
 
 #include "plugins/plugin_loading.h"
+#include "plugins/posix_files.h"
 #include "registry/yaml_location.h"
 #include "registry/yaml_strict.h"
 
 #include <c10/core/DispatchKey.h>
 #include <c10/util/Exception.h>
 
-#include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -98,7 +99,10 @@ class Reader {
       fail(node["plugin"], what + ": '" + b.plugin + "' is not a plugin name (a plain identifier)");
     const YAML::Node up_to = node["up_to"];
     if (last) {
-      if (up_to) fail(up_to, what + ": the last bucket takes every larger call; it has no 'up_to'");
+      if (up_to)
+        fail(up_to, what + " is the last bucket, so it takes every larger call and must have no 'up_to'; found up_to " +
+                        (up_to.IsScalar() ? "'" + up_to.Scalar() + "'" : detail::kind_name(up_to)) +
+                        ": remove it, or add a bucket after this one for the larger calls");
       return b;
     }
     if (!up_to) fail(node, what + ": missing 'up_to' (elements of the largest Tensor argument); only the last bucket "
@@ -125,13 +129,12 @@ class Reader {
 }  // namespace
 
 std::vector<SelectionRule> read_selection_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(path + ": cannot read the selection file");
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string why;
+  const std::optional<std::string> text = detail::read_regular_file(path, why);  // never blocks (a FIFO)
+  if (!text) throw std::invalid_argument(detail::printable_path(path) + ": cannot read the selection file: " + why);
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                                 ": not YAML: " + e.msg);
