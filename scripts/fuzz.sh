@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# libFuzzer on the YAML readers and the formula grammar: scripts/fuzz.sh BUILD SECONDS
+# libFuzzer on the YAML readers (registry, classes, manifest, selection file) and the formula
+# grammar: scripts/fuzz.sh BUILD SECONDS
 # Builds the harnesses (tests/fuzz) with clang, ASan and UBSan in BUILD (default
 # build-fuzz), then runs each for SECONDS (default 60). Seeds come from
 # tests/fuzz/corpus/<reader>; what the fuzzer adds goes to BUILD/fuzz/corpus/<reader>,
@@ -19,7 +20,7 @@ generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
 cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$CLANG" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DBACKPLANE_PYTHON="$python" -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TESTS=OFF -DBACKPLANE_BUILD_BENCH=OFF \
   -DBACKPLANE_CUDA=OFF
-readers=(registry classes manifest formula)
+readers=(registry classes manifest selection formula)
 build_start=$SECONDS
 cmake --build "$BUILD" --parallel --target "${readers[@]/#/backplane_fuzz_}"
 echo "[fuzz] build: $(( SECONDS - build_start )) s"
@@ -49,6 +50,10 @@ for ((i = 0; i < ${#readers[@]}; i += jobs)); do
     echo "--- ${batch[k]}:"; cat "$BUILD/fuzz/${batch[k]}.log"
   done
 done
+# tune's JSON reader is Python: seeded mutations for a fixed count (at most 45 s), on the
+# build the tests use (build/lib); a finding's input goes to $BUILD/fuzz/artifacts/.
+echo "fuzzing tune's JSON reader (tests/fuzz/tune_json_reader.py)"
+"$python" tests/fuzz/tune_json_reader.py --artifacts "$BUILD/fuzz/artifacts" || failed+=(tune_json)
 if (( ${#failed[@]} )); then
   echo "fuzz.sh: a finding in: ${failed[*]} (inputs in $BUILD/fuzz/artifacts/)" >&2
   exit 1

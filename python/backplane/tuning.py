@@ -25,8 +25,15 @@ How a range is decided:
   switch costs a boxed call through the core's selector.
 - Neighbouring sizes with one winner merge; a range ends at the largest size its plugin
   won (`up_to`), and the last range takes every larger call. Sizes between two measured
-  presets go with the smaller: measure more presets (--shapes) where that matters.
+  presets go with the larger: measure more presets (--shapes) where that matters.
 - A row that failed (a kernel refused as wrong) disqualifies its plugin at that size.
+- A size is decided only where every plugin has a row for each preset and dtype timed at
+  it (a run cut off mid-way may lack some), and some plugin's rows there did not fail; a
+  preset this registry does not have is of no known size. Those are left out, and said
+  (on stderr, and as comments in the file); their calls go with the next larger size.
+
+The file (tuning_file.py) is written beside --out, read back by the core, then renamed
+over it: a failure leaves the old one as it was. --out is checked before any timing.
 """
 from __future__ import annotations
 
@@ -39,8 +46,12 @@ import sys
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import backplane
+
+from . import tuning_file
+from .tuning_file import selection_yaml, text_of
 
 _KEY_IN_CONTEXT = re.compile(r"key (\w+), device ([^)]+)\)$")
 
@@ -74,56 +85,72 @@ def dispatch_keys(results: dict) -> dict[str, str]:
     return keys
 
 
-def decide(results: dict, ops, backends: list[str], margin: float = 0.05) -> list[dict]:
+class Decision(NamedTuple):
+    entries: list  # the selection file's `ops` entries
+    left_out: list  # one line per size (or preset) not decided, saying why
+
+
+def decide(results: dict, ops, backends: list[str], margin: float = 0.05) -> Decision:
     """The selection file's `ops` entries for this run: [{op, dispatch_key, buckets: [{up_to?,
-    plugin, measured}]}] for every op two or more of `backends` were timed for on one key.
+    plugin, measured}]}] for every op two or more of `backends` were timed for on one key,
+    and the sizes left out. A size is decided only where every one of those plugins has a
+    row (timed, or failed) for each preset and dtype timed at it: a run cut off mid-way
+    leaves a size with the rows of one plugin, measured against nothing.
     `ops`: backplane.ops() rows (the registry's presets); `margin`: 0.05 = 5%."""
     from .bench import rows
 
     keys = dispatch_keys(results)
     by_name = {op.name: op for op in ops}
-    times: dict = defaultdict(dict)  # (op, key) -> {(shape, dtype): {backend: µs}}
-    failed: dict = defaultdict(set)  # (op, key) -> {(shape, backend)}
+    cells: dict = defaultdict(lambda: defaultdict(dict))  # (op, key) -> (shape, dtype) -> {backend: Row}
     for r in rows(results):
-        if r.impl != "backplane" or r.backend not in keys or r.op not in by_name:
-            continue
-        where = (r.op, keys[r.backend])
-        if r.error or not r.times_us:
-            failed[where].add((r.shape, r.backend))
-        else:
-            times[where].setdefault((r.shape, r.dtype), {})[r.backend] = r.median_us
-    entries = []
-    for (op_name, key), cells in sorted(times.items()):
+        if r.impl == "backplane" and r.backend in backends and r.backend in keys and r.op in by_name:
+            cells[(r.op, keys[r.backend])][(r.shape, r.dtype)][r.backend] = r
+    entries, left_out = [], []
+    for (op_name, key), by_cell in sorted(cells.items()):
         # A plugin whose rows all failed still counts: the file then says the other serves.
-        plugins = [b for b in backends if any(b in t for t in cells.values()) or
-                   any(b == failed_backend for _, failed_backend in failed[(op_name, key)])]
+        plugins = [b for b in backends if any(b in found for found in by_cell.values())]
         if len(plugins) < 2:
             continue
+        where = f"{op_name} on {key}"
         sizes = preset_sizes(by_name[op_name])
-        by_size: dict = defaultdict(list)
-        for (shape, dtype), t in cells.items():
-            by_size[sizes.get(shape, 0)].append(Measured(shape, dtype, sizes.get(shape, 0), t))
+        by_size: dict = defaultdict(dict)
+        for (shape, dtype), found in sorted(by_cell.items()):
+            if shape in sizes:
+                by_size[sizes[shape]][(shape, dtype)] = found
+            else:
+                left_out.append(f"{where}: preset {shape} ({dtype}): not a bench preset of {op_name} in this "
+                                "registry, so its size is unknown")
         winners = []
         for size in sorted(by_size):
-            disqualified = {b for s, b in failed[(op_name, key)] if sizes.get(s) == size}
-            winners.append((size, _winner(by_size[size], plugins, disqualified, margin), by_size[size]))
-        entries.append({"op": op_name, "dispatch_key": key, "buckets": _buckets(winners)})
-    return entries
+            found = by_size[size]
+            missing = [f"{p} at {shape} {dtype}" for (shape, dtype), f in found.items() for p in plugins if p not in f]
+            timed = [p for p in plugins if all(f[p].times_us and not f[p].error for f in found.values() if p in f)]
+            if missing:
+                left_out.append(f"{where}: {size} elements: no row of {', '.join(missing)}")
+            elif not timed:
+                left_out.append(f"{where}: {size} elements: the rows of every plugin failed")
+            else:
+                measured = [Measured(shape, dtype, size, {p: r.median_us for p, r in f.items() if p in timed})
+                            for (shape, dtype), f in found.items()]
+                winners.append((size, _winner(measured, timed, margin), measured))
+        if winners:
+            entries.append({"op": op_name, "dispatch_key": key, "buckets": _buckets(winners)})
+        elif by_size:
+            left_out.append(f"{where}: no size decided, so the file has no entry for it")
+    return Decision(entries, left_out)
 
 
-def _winner(measured: list[Measured], plugins: list[str], disqualified: set, margin: float) -> str:
-    """The incumbent (first of `plugins` timed everywhere here), unless another is faster
-    by more than `margin` in the geometric mean of its time ratios over `measured`."""
-    complete = [p for p in plugins if p not in disqualified and all(p in m.median_us for m in measured)]
-    if not complete:
-        return plugins[0]
-    incumbent = complete[0]
+def _winner(measured: list[Measured], plugins: list[str], margin: float) -> str:
+    """The incumbent (the first of `plugins`), unless another is faster by more than
+    `margin` in the geometric mean of its time ratios over `measured`. In logarithms: a
+    ratio of two finite times can overflow (1e300 µs / 1e-300 µs)."""
+    incumbent = plugins[0]
 
-    def ratio(p):  # < 1: faster than the incumbent
-        return math.exp(sum(math.log(m.median_us[p] / m.median_us[incumbent]) for m in measured) / len(measured))
+    def log_ratio(p):  # < 0: faster than the incumbent
+        return sum(math.log(m.median_us[p]) - math.log(m.median_us[incumbent]) for m in measured) / len(measured)
 
-    best = min(complete, key=ratio)
-    return best if ratio(best) < 1 - margin else incumbent
+    best = min(plugins, key=log_ratio)
+    return best if log_ratio(best) < math.log1p(-margin) else incumbent
 
 
 def _buckets(winners) -> list[dict]:
@@ -138,31 +165,6 @@ def _buckets(winners) -> list[dict]:
             buckets.append({"up_to": size, "plugin": plugin, "measured": figures})
     del buckets[-1]["up_to"]  # the last range takes every larger call
     return buckets
-
-
-def selection_yaml(entries: list[dict], made_by: dict) -> str:
-    """The selection file's text. Written by hand, not by a YAML library: every value is a
-    name, a number or a quoted string, and the layout stays the one people read."""
-    def q(text) -> str:
-        return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    lines = ["# Which plugin serves each op, by the element count of the call's largest Tensor argument.",
-             "# Written by `backplane tune`; apply with backplane.load(..., selection=FILE), BACKPLANE_SELECTION=FILE",
-             "# or `backplane --selection FILE`. The format: core/include/backplane/selection_file.h.",
-             "backplane_selection: 1",
-             "made_by: {" + ", ".join(f"{k}: {q(v)}" for k, v in made_by.items()) + "}",
-             "ops:" if entries else "ops: []"]
-    for e in entries:
-        lines += [f"  - op: {q(e['op'])}", f"    dispatch_key: {e['dispatch_key']}", "    buckets:"]
-        for b in e["buckets"]:
-            head = f"up_to: {b['up_to']}, " if "up_to" in b else ""
-            lines.append(f"      - {{{head}plugin: {b['plugin']}, measured: [")
-            for m in b["measured"]:
-                times = ", ".join(f"{p}: {t}" for p, t in m["median_us"].items())
-                lines.append(f"          {{preset: {q(m['preset'])}, dtype: {m['dtype']}, elements: {m['elements']}, "
-                             f"median_us: {{{times}}}}},")
-            lines.append("        ]}")
-    return "\n".join(lines) + "\n"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -200,40 +202,57 @@ def _figures(args, backends: list[str]) -> dict:
                      cuda_graph=args.cuda_graph)
 
 
+def made_by(argv, context: dict) -> dict:
+    """The file's made_by: the command (its arguments as given, file names in any
+    encoding), when, and the machine and torch of the figures."""
+    return {"command": " ".join(["backplane", "tune", *(argv if argv is not None else sys.argv[1:])]),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": context.get("cpu_model") or context.get("host_name") or "",
+            "torch": context.get("torch_version") or ""}
+
+
+def _say_left_out(left_out: list[str]) -> None:
+    for note in left_out:
+        print(f"backplane tune: not decided: {text_of(note)}", file=sys.stderr)
+    if left_out:
+        print("backplane tune: a call of a size not decided takes the range that covers it (the next larger size "
+              "decided; the last range takes every larger call); time those sizes again (--shapes) to decide "
+              "them", file=sys.stderr)
+
+
 def main(argv=None) -> int:
-    """Exit 0; 2: bad flags, a backend list of fewer than two, a --from-json file that is not
-    the engine's JSON, or an engine that failed."""
+    """Exit 0; 2: bad flags, a backend list of fewer than two, an --out that cannot be
+    written (said before any timing) or whose file the core refuses, a --from-json file
+    that is not the engine's JSON, or an engine that failed. The file --out names is
+    replaced whole, or left as it was."""
     args = parser().parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if len(backends) < 2:
         print(f"backplane tune: --backends: expected two or more plugins to choose among, found "
-              f"'{args.backends}'", file=sys.stderr)
+              f"'{text_of(args.backends)}'", file=sys.stderr)
         return 2
     if not 0 <= args.margin < 100:
         print(f"backplane tune: --margin: expected a percentage from 0 to 100, found {args.margin}", file=sys.stderr)
         return 2
     try:
+        tuning_file.check_out(args.out, {"--json": args.json, "--from-json": args.from_json})
         results = _figures(args, backends)
         with warnings.catch_warnings():  # "two plugins serve add": the very thing being decided
             warnings.simplefilter("ignore")
             for b in backends:
                 backplane.load(b)  # after the engine ran: its own plugins' ops are then known here too
+        decision = decide(results, backplane.ops(), backends, args.margin / 100)
+        text = selection_yaml(decision.entries, made_by(argv, results.get("context", {})), decision.left_out)
+        tuning_file.write(args.out, text)
     except (OSError, ValueError, RuntimeError, backplane.BackendError) as e:
         print(f"backplane tune: {e}", file=sys.stderr)
         return 2
-    entries = decide(results, backplane.ops(), backends, args.margin / 100)
-    context = results.get("context", {})
-    made_by = {"command": " ".join(["backplane", "tune", *(argv if argv is not None else sys.argv[1:])]),
-               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "machine": context.get("cpu_model") or context.get("host_name", ""),
-               "torch": context.get("torch_version", "")}
-    with open(args.out, "w") as f:
-        f.write(selection_yaml(entries, made_by))
-    for e in entries:
+    for e in decision.entries:
         ranges = ", ".join((f"up to {b['up_to']}: " if "up_to" in b else "larger: " if i else "every size: ") +
                            b["plugin"] for i, b in enumerate(e["buckets"]))
         print(f"{e['op']:16} {e['dispatch_key']:12} {ranges}")
-    if not entries:
+    _say_left_out(decision.left_out)
+    if not decision.entries and not decision.left_out:
         print(f"no op is served by two of {', '.join(backends)} on one device: nothing to choose", file=sys.stderr)
-    print(f"wrote {args.out}")
+    print(f"wrote {text_of(args.out)}")
     return 0

@@ -16,6 +16,7 @@ import backplane
 from conftest import child_env
 from backplane import tuning
 from backplane.bench import rows as bench_rows
+from tune_runs import context as _context, row as _row, two_sizes
 
 REPO = Path(__file__).resolve().parents[2]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -23,22 +24,16 @@ FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 OPS = backplane.ops()
 
 
-def _context(*backends, key="CPU"):
-    return {f"backend.{b}": f"/x/libbackplane_{b}.so (version 0.1.0, key {key}, device {key.lower()})"
-            for b in backends}
-
-
-def _row(op, backend, shape, us, dtype="float32", error=None):
-    name = f"{op}/{backend}/backplane/{shape}_{dtype}"
-    if error:
-        return {"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True,
-                "error_message": error, "real_time": 0, "time_unit": "us"}
-    return {"name": name, "run_name": name, "run_type": "iteration", "real_time": us, "time_unit": "us"}
+def _decision(rows, backends=("fast", "slow"), margin=0.05, context=None):
+    results = {"context": context or _context(*backends), "benchmarks": rows}
+    return tuning.decide(results, OPS, list(backends), margin)
 
 
 def _decide(rows, backends=("fast", "slow"), margin=0.05, context=None):
-    results = {"context": context or _context(*backends), "benchmarks": rows}
-    return tuning.decide(results, OPS, list(backends), margin)
+    """The entries, where every size was decided."""
+    decision = _decision(rows, backends, margin, context)
+    assert decision.left_out == [], decision.left_out
+    return decision.entries
 
 
 def test_sizes_come_from_the_largest_tensor_of_each_preset():
@@ -86,17 +81,68 @@ def test_ops_of_one_plugin_and_other_devices_are_left_out():
     assert [e["op"] for e in _decide(rows, ("a", "b"))] == ["add"]
 
 
+@pytest.mark.filterwarnings("ignore:.*names plugins that are not loaded")  # a and b are names only
 def test_the_written_file_is_read_back_by_the_core(tmp_path):
-    rows = [_row("add", "a", "4K_elements", 1.0), _row("add", "b", "4K_elements", 2.0),
-            _row("add", "a", "1M_elements", 10.0), _row("add", "b", "1M_elements", 5.0)]
     path = tmp_path / "selection.yaml"
-    path.write_text(tuning.selection_yaml(_decide(rows, ("a", "b")), {"command": 'backplane tune "quoted"'}))
+    path.write_text(tuning.selection_yaml(_decide(two_sizes(), ("a", "b")), {"command": 'backplane tune "quoted"'}))
     before = backplane.selection_file()
     try:
         assert backplane.apply_selection(path) == str(path)
     finally:
         backplane.apply_selection(before or None)
-    assert "      - {up_to: 4096, plugin: a, measured: [" in path.read_text()
+    assert '      - {up_to: 4096, plugin: "a", measured: [' in path.read_text()
+
+
+# A run cut off mid-way (the engine stopped by a timeout) is read as far as it got; the
+# sizes it did not finish are not decided from one plugin's rows alone.
+def test_a_size_without_a_row_of_every_plugin_is_left_out_and_said():
+    rows = [*two_sizes(), _row("add", "b", "64M_elements", 600.0)]  # cut off before a's 64M row
+    decision = _decision(rows, ("a", "b"))
+    (entry,) = decision.entries
+    assert [(b.get("up_to"), b["plugin"]) for b in entry["buckets"]] == [(4096, "a"), (None, "b")]
+    assert [m["preset"] for m in entry["buckets"][1]["measured"]] == ["1M_elements"]
+    assert decision.left_out == ["add on CPU: 67108864 elements: no row of a at 64M_elements float32"]
+
+
+def test_a_size_missing_one_dtype_of_a_plugin_is_left_out():
+    rows = [*two_sizes(), _row("add", "a", "1M_elements", 9.0, "bfloat16")]  # b's bfloat16 row never came
+    decision = _decision(rows, ("a", "b"))
+    assert [[(b.get("up_to"), b["plugin"]) for b in e["buckets"]] for e in decision.entries] == [[(None, "a")]]
+    assert decision.left_out == ["add on CPU: 1048576 elements: no row of b at 1M_elements bfloat16"]
+
+
+def test_a_size_where_every_plugin_failed_is_left_out():
+    rows = [*two_sizes()[:2], _row("add", "a", "1M_elements", 0, error="wrong"),
+            _row("add", "b", "1M_elements", 0, error="wrong")]
+    decision = _decision(rows, ("a", "b"))
+    assert [[b["plugin"] for b in e["buckets"]] for e in decision.entries] == [["a"]]
+    assert decision.left_out == ["add on CPU: 1048576 elements: the rows of every plugin failed"]
+
+
+def test_a_preset_the_registry_does_not_have_is_left_out():
+    rows = [*two_sizes(), _row("add", "a", "9G_elements", 1.0), _row("add", "b", "9G_elements", 0.1)]
+    decision = _decision(rows, ("a", "b"))
+    assert [[(b.get("up_to"), b["plugin"]) for b in e["buckets"]] for e in decision.entries] == \
+        [[(4096, "a"), (None, "b")]]
+    assert decision.left_out == ["add on CPU: preset 9G_elements (float32): not a bench preset of add in this "
+                                 "registry, so its size is unknown"]
+
+
+def test_an_op_with_no_size_decided_gets_no_entry():
+    rows = [_row("add", "a", "4K_elements", 1.0), _row("add", "b", "1M_elements", 1.0)]
+    decision = _decision(rows, ("a", "b"))
+    assert decision.entries == []
+    assert decision.left_out == ["add on CPU: 4096 elements: no row of b at 4K_elements float32",
+                                 "add on CPU: 1048576 elements: no row of a at 1M_elements float32",
+                                 "add on CPU: no size decided, so the file has no entry for it"]
+
+
+def test_times_far_apart_are_compared_without_overflow():
+    # finite and > 0, as the reader lets through: their ratio is not a finite number
+    rows = [_row("add", "a", "4K_elements", 1e300), _row("add", "b", "4K_elements", 1e-300),
+            _row("add", "a", "1M_elements", 1e-300), _row("add", "b", "1M_elements", 1e300)]
+    assert [(b.get("up_to"), b["plugin"]) for b in _decide(rows, ("a", "b"))[0]["buckets"]] == \
+        [(4096, "b"), (None, "a")]
 
 
 def _tune(tmp_path, *args):
@@ -163,8 +209,8 @@ def test_tune_times_each_plugin_at_every_size_and_keeps_the_figures(tmp_path):
     assert timed == {(b, s) for b in ("cpu_alt", "cpu") for s in ("4K_elements", "1M_elements")}, timed
     text = out.read_text()
     for preset in ("4K_elements", "1M_elements"):
-        m = re.search(rf'{{preset: "{preset}", dtype: float32, elements: \d+, median_us: {{([^}}]*)}}}}', text)
-        assert m and sorted(t.split(": ")[0] for t in m.group(1).split(", ")) == ["cpu", "cpu_alt"], text
+        m = re.search(rf'{{preset: "{preset}", dtype: "float32", elements: \d+, median_us: {{([^}}]*)}}}}', text)
+        assert m and sorted(t.split(": ")[0] for t in m.group(1).split(", ")) == ['"cpu"', '"cpu_alt"'], text
     again = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--from-json", str(kept), "--out", str(tmp_path / "b.yaml"))
     assert again.returncode == 0 and line in again.stdout.splitlines(), (line, again.stdout, again.stderr)
 

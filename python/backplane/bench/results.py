@@ -66,15 +66,26 @@ def load(path) -> dict:
     shaped as Google Benchmark writes it (check_run), is refused (ValueError)."""
     text = _read_text(path)
     try:
-        results = json.loads(text)
-    except json.JSONDecodeError as e:
-        results = _complete_rows(text)
+        results, cut = _loads(text), False
+    except ValueError as e:
+        results, cut = _complete_rows(text), True
         if results is None:
             raise ValueError(f"{path}: not a backplane bench (Google Benchmark) JSON file: {e}") from e
+    check_run(results, path)
+    if cut:
         print(f"backplane bench: {path} ends mid-run; its {len(results['benchmarks'])} complete entries are kept",
               file=sys.stderr)
-    check_run(results, path)
     return results
+
+
+def _loads(text: str):
+    """json.loads, failing with ValueError only: also where Python's own limits refuse the
+    text (an integer of more than 4300 digits is a ValueError already; nesting deeper
+    than the interpreter's stack is a RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested deeper than Python's recursion limit") from None
 
 
 def _read_text(path) -> str:
@@ -91,7 +102,10 @@ def _read_text(path) -> str:
 def check_run(results, path) -> None:
     """Refuses (ValueError naming the file and entry) what rows() could not read: the
     top level an object with a "benchmarks" list; each entry an object with a name; each
-    timed entry a finite real_time > 0 in a known time_unit (a failed entry has no time)."""
+    timed entry a real_time in a known time_unit that is finite and > 0 both in µs (rows)
+    and in ns (call_costs): 5e-324 ns is a number > 0 but 0 µs, and every ratio of a
+    table divides by it (a failed entry has no time); a bytes_per_second >= 0 whose bytes
+    per call (times the time) are finite."""
     def refuse(what):
         raise ValueError(f"{path}: {what}; expected Google Benchmark's JSON (backplane bench --json)")
 
@@ -100,9 +114,11 @@ def check_run(results, path) -> None:
     context = results.get("context", {})
     if not isinstance(context, dict):
         refuse(f'"context" is {_json_type(context)}, not an object')
-    for key, value in context.items():  # those read as text (the plugin path, the date)
-        if (key.startswith("backend.") or key in ("date", "pass")) and not isinstance(value, str):
+    for key, value in context.items():  # those read as text (the plugin path, the date, a backend's name)
+        if (key.startswith(("backend.", "shared_rows.")) or key in ("date", "pass")) and not isinstance(value, str):
             refuse(f'context "{key}" is {_json_type(value)}, not a string')
+    if "runs" in context:  # merge() adds it to runs it holds in memory
+        refuse('context "runs" is what merging runs adds (bench --input A B), never in a run\'s file')
     entries = results.get("benchmarks")
     if not isinstance(entries, list):
         refuse('no "benchmarks" list' if entries is None else f'"benchmarks" is {_json_type(entries)}, not a list')
@@ -118,16 +134,28 @@ def check_run(results, path) -> None:
         if e.get("run_type") == "aggregate" or e.get("error_occurred") or e.get("skipped"):
             continue
         unit = e.get("time_unit", "us")
-        if unit not in _UNITS:
+        if not isinstance(unit, str) or unit not in _UNITS:
             refuse(f"{where}: time_unit {unit!r} is not one of {', '.join(_UNITS)}")
         if not _finite(e.get("real_time")) or e["real_time"] <= 0:
             refuse(f"{where}: real_time {e.get('real_time')!r} is not a time > 0")
+        us = e["real_time"] * _UNITS[unit]
+        if not (us > 0 and math.isfinite(us * 1e3)):
+            refuse(f"{where}: real_time {e['real_time']!r} {unit} is {us:g} µs and {us * 1e3:g} ns; expected a "
+                   "finite time > 0 in both")
         if "bytes_per_second" in e and (not _finite(e["bytes_per_second"]) or e["bytes_per_second"] < 0):
             refuse(f"{where}: bytes_per_second {e['bytes_per_second']!r} is not a rate >= 0")
+        if "bytes_per_second" in e and not math.isfinite(e["bytes_per_second"] * us * 1e-6):
+            refuse(f"{where}: bytes_per_second {e['bytes_per_second']!r} over real_time {e['real_time']!r} {unit} "
+                   "is no finite number of bytes")
 
 
 def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float's range (JSON integers have no bound)
+        return False
 
 
 def _json_type(value) -> str:
@@ -146,8 +174,8 @@ def _complete_rows(text: str) -> dict | None:
         if end < 0:
             return None
         try:
-            return json.loads(text[:end + 6] + "\n  ]\n}")
-        except json.JSONDecodeError:
+            return _loads(text[:end + 6] + "\n  ]\n}")
+        except ValueError:
             continue
     return None
 
