@@ -32,7 +32,7 @@ import torch
 import backplane
 from backplane.aoti.archive import check_entries
 from backplane.aoti.layouts import add_layouts
-from backplane.aoti.plugins import backplane_ops, dispatch_keys, record_plugins
+from backplane.aoti.plugins import backplane_ops, read_record
 
 from . import MODELS
 from .run import BACKENDS, BATCH_RANGE, REPO, Run, load_cases, reference_cases, save_io, say  # noqa: F401
@@ -88,8 +88,9 @@ def export(run: Run) -> Path:
 
 
 def aoti(run: Run) -> Path:
-    """Compiles the model into a .pt2 package, records its input layouts in it, then
-    verifies the package."""
+    """Compiles the model into a .pt2 package, records its input layouts in it (the plugins
+    serving its ops are recorded by the hook on aoti_compile_and_package that `import
+    backplane` installs: backplane/aoti/packaging_hook.py), then verifies the package."""
     # Exported here rather than read back from ep.pt2: torch.export.load unpickles, so a
     # planted ep.pt2 in the output folder would run its code (docs/security.md).
     model = run.build()
@@ -104,7 +105,8 @@ def aoti(run: Run) -> Path:
     with config.patch({"cpp.cxx": (None, cxx)}), Ticker(f"AOTInductor compile for {run.device} (C++: {cxx})"):
         torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
     add_layouts(path, ep)
-    record_plugins(path, backplane_ops(ep), dispatch_keys(ep))
+    if backplane_ops(ep) and read_record(path) is None:
+        raise RuntimeError(f"{path}: the hook on aoti_compile_and_package recorded no plugins (see its warning)")
     check_package(path)
     say(f"packaged {path.name} ({path.stat().st_size / 1e6:.1f} MB)")
     load(run)  # a package that does not reproduce the reference must fail here, not later

@@ -1,7 +1,8 @@
 // `backplane run MODEL.pt2 --input MODEL.io.pt [--backends cpu,cuda] [--repeat N]`:
 // runs an AOTInductor package from C++ with no Python in the process. Refuses an archive
 // whose entries would land outside the extraction folder, loads the named plugins, checks
-// the package calls nothing this process lacks, then runs it on every case of the
+// the package calls nothing this process lacks and would not run on other plugins than it
+// was made with (aoti/package_plugins.h), then runs it on every case of the
 // reference file written at export time (batch sizes other than the traced one among
 // them), each input checked against the layout the package was compiled for, compares
 // with the saved outputs on the CPU and reports latency.
@@ -37,7 +38,7 @@ constexpr int kMaxRepeat = 100000;  // timed runs per case; more is a typo, not 
 struct RunArgs {
   std::string package, input;
   int repeat = 20;
-  bool allow_plugin_change = false;  // run although another plugin serves an op than at packaging
+  bool allow_plugin_change = false;  // run although the plugins differ from the record, or it has none
 };
 
 struct CaseResult {
@@ -220,19 +221,20 @@ int run_command(const Options& options) {
   // Plugins first: their kernels must be registered before the package runs, and their
   // devices before a reference saved on one of them can be read.
   load_selected(options);
-  const PluginCheck plugins = check_package_plugins(args.package);
-  if (!plugins.mismatch.empty() && !args.allow_plugin_change) {
-    std::cerr << "backplane run: " << args.package << " was made with other plugins:\n";
-    for (const auto& m : plugins.mismatch) std::cerr << "  " << m << "\n";
-    std::cerr << "prefer the packaged plugin (--prefer op:plugin, BACKPLANE_PREFER) or pass --allow-plugin-change\n";
-    return 1;
-  }
   const Reference ref = read_reference(args.input);
   const auto layouts = read_input_layouts(args.package);
   const PackageNeeds needs = package_needs(args.package);
   if (const auto problems = missing_for(needs); !problems.empty()) {
     std::cerr << "backplane run: " << args.package << " cannot run in this process:\n";
     for (const auto& p : problems) std::cerr << "  " << p << "\n";
+    return 1;
+  }
+  const PluginCheck plugins = check_package_plugins(args.package, needs);
+  if (!plugins.refused.empty() && !args.allow_plugin_change) {
+    std::cerr << "backplane run: " << args.package << ": refused: it would run on other plugins than it was made with, "
+              << "or on plugins it cannot be known to have been made with:\n";
+    for (const auto& m : plugins.refused) std::cerr << "  " << m << "\n";
+    std::cerr << "or run it as it is here: --allow-plugin-change\n";
     return 1;
   }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import os
 import zipfile
 
@@ -50,6 +51,14 @@ class Archive:
         """An entry's bytes, by its full name (one of `names`)."""
         with zipfile.ZipFile(self.path) as z:
             return z.read(name)
+
+    def device(self) -> str:
+        """The device the package was compiled for (its AOTI_DEVICE_KEY: "cpu", "cuda", "npu"),
+        read from the wrapper's metadata; "" when the package names none."""
+        for name in self.names:
+            if name.endswith("wrapper_metadata.json") and "/data/aotinductor/" in name:
+                return str(json.loads(self.read(name)).get("AOTI_DEVICE_KEY", ""))
+        return ""
 
     def read_record(self, record: str) -> bytes | None:
         """A record's bytes, or None for an archive without it."""

@@ -16,7 +16,6 @@ another layout, and archives whose entries would be written outside the extracti
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -38,11 +37,7 @@ __all__ = ["GuardedPackage", "check_device", "load_package", "package_device"]
 def package_device(path: str | os.PathLike) -> str:
     """The device the package was compiled for (its AOTI_DEVICE_KEY: "cpu", "cuda", "npu"),
     read from the wrapper's metadata; "" when the package names none."""
-    archive = Archive(path)
-    for name in archive.names:
-        if name.endswith("wrapper_metadata.json") and "/data/aotinductor/" in name:
-            return str(json.loads(archive.read(name)).get("AOTI_DEVICE_KEY", ""))
-    return ""
+    return Archive(path).device()
 
 
 def check_device(path: str | os.PathLike) -> str:
@@ -124,12 +119,13 @@ class GuardedPackage:
 
 
 def load_package(path: str | os.PathLike, allow_plugin_change: bool = False, **aoti_options) -> GuardedPackage:
-    """Loads an AOTInductor package (any .pt2 aoti_load_package takes; `aoti_options` go
-    to it) and returns a callable that checks each input against the layout the package
-    was compiled for. Refuses, before anything is extracted, an archive with an entry that
-    would land outside the extraction folder, and (unless allow_plugin_change) a package
-    whose backplane ops another plugin serves here than when it was made
-    (plugins.py), one whose model library links libstdc++ statically
+    """Loads an AOTInductor package (any .pt2 aoti_load_package takes; `aoti_options` go to
+    it) and returns a callable that checks each input against the layout the package was
+    compiled for. Refuses, before anything is extracted, an archive with an entry that would
+    land outside the extraction folder, and (unless allow_plugin_change: PluginMismatch,
+    plugins.py) a package whose backplane ops another plugin serves here than the one it
+    records, or, for a package without the record, one of whose ops two loaded plugins serve
+    with nothing choosing between them; one whose model library links libstdc++ statically
     (StaticLibstdcxxError: loading it would crash the process), and one for a device this
     process lacks (RuntimeError naming the plugin to load: a plugin's device, npu, also
     brings the runner torch's loader needs for it). A load that fails leaves none of the

@@ -1,0 +1,61 @@
+"""The plugins record in every package torch makes: `torch._inductor.aoti_compile_and_package`,
+the call a user makes (and the pipeline), is wrapped so that a package calling Backplane
+ops gets `extra/backplane_plugins.txt` (plugins.py) as soon as it is written.
+
+Installed by `import backplane` (torch's autoload entry point imports it too), once
+`torch._inductor` is imported (import_hooks.when_imported: importing it costs every
+program otherwise). The plugins are read when the call starts: those serving while the
+model compiles. Recording never changes what torch returns or raises: a failure to record
+(a write-only buffer, say) is a warning, and the package is then checked as one of
+unknown provenance when it loads.
+
+Limits: a reference taken before `import backplane` (`from torch._inductor import
+aoti_compile_and_package`) bypasses the hook, as does torch's lower-level packaging
+(`torch._inductor.package.package_aoti` of several models); such packages hold no record,
+and running one where two plugins serve one of its ops without a choice is refused.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from .plugins import backplane_ops, dispatch_keys, read_record, record_plugins
+
+_MARK = "_backplane_records_plugins"
+
+
+def recording(compile_and_package):
+    """compile_and_package, recording the plugins in each package it makes."""
+
+    @functools.wraps(compile_and_package)
+    def aoti_compile_and_package(*args, **kwargs):
+        ep = args[0] if args else kwargs.get("exported_program")
+        try:
+            ops, keys = backplane_ops(ep), dispatch_keys(ep)
+        except Exception:  # noqa: BLE001  (not an ExportedProgram: torch's own call says so)
+            ops, keys = [], set()
+        package = compile_and_package(*args, **kwargs)
+        if ops:
+            try:
+                if read_record(package) is None:
+                    record_plugins(package, ops, keys)
+            except Exception as e:  # noqa: BLE001  (the package is made; only its record is lost)
+                warnings.warn(f"backplane: could not record the plugins serving {', '.join(ops)} in the package "
+                              f"{package!r}: {type(e).__name__}: {e}; where two plugins serve one of them, loading "
+                              "it is refused as of unknown provenance", RuntimeWarning, stacklevel=2)
+        return package
+
+    setattr(aoti_compile_and_package, _MARK, True)
+    return aoti_compile_and_package
+
+
+def install(inductor) -> None:
+    """Wraps inductor.aoti_compile_and_package (once). Never raises: it runs while
+    `torch._inductor` is being imported, whose import must not fail for it."""
+    try:
+        original = inductor.aoti_compile_and_package
+        if not getattr(original, _MARK, False):
+            inductor.aoti_compile_and_package = recording(original)
+    except Exception as e:  # noqa: BLE001
+        warnings.warn(f"backplane: AOTInductor packages will not record their plugins: {type(e).__name__}: {e}",
+                      RuntimeWarning, stacklevel=2)
