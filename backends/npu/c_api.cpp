@@ -3,6 +3,7 @@
 // torch.Event) do not cover. Every function that can fail returns 0 on success, else a
 // driver error code or 1 with a message (guarded below).
 #include "c_api.h"
+#include "allocator.h"
 #include "launch.h"
 #include "npu_stream.h"
 
@@ -12,15 +13,20 @@
 #include <cstdio>
 #include <string>
 
-namespace {
-using backplane::npu::guarded;
+namespace backplane::npu {
 
-// An index from Python, checked before it narrows to c10's 8-bit DeviceIndex.
 c10::DeviceIndex device_index(int device) {
-  TORCH_CHECK(device >= 0 && device < backplane::npu::device_count(), "backplane npu: device index ", device,
-              " out of range; expected 0 <= index < ", int(backplane::npu::device_count()));
+  if (device == -1) return current_device();
+  TORCH_CHECK(device >= 0 && device < device_count(), "backplane npu: device index ", device,
+              " out of range; expected 0 <= index < ", int(device_count()), " (or -1: the current device)");
   return static_cast<c10::DeviceIndex>(device);
 }
+
+}  // namespace backplane::npu
+
+namespace {
+using backplane::npu::device_index;
+using backplane::npu::guarded;
 }  // namespace
 
 BACKPLANE_NPU_C_API int backplane_npu_device_count() { return backplane::npu::device_count(); }
@@ -32,15 +38,13 @@ BACKPLANE_NPU_C_API int backplane_npu_check_config(char* message, size_t size) {
 }
 
 // out[0]: bytes allocated now, out[1]: peak since start or reset, out[2]: live allocations.
-BACKPLANE_NPU_C_API int backplane_npu_memory_stats(int device, int64_t* out) {
-  backplane::npu::release_finished_work();  // what finished work held counts as freed, as the host sees it
-  npuMemStats stats{};
-  const npuError_t status = npuMemGetStats(device, &stats);
-  if (status != npuSuccess) return status;
-  out[0] = stats.allocated_bytes;
-  out[1] = stats.peak_bytes;
-  out[2] = stats.allocations;
-  return 0;
+BACKPLANE_NPU_C_API int backplane_npu_memory_stats(int device, int64_t* out, char* message, size_t size) {
+  return guarded(message, size, [&] {
+    const npuMemStats stats = backplane::npu::memory_stats(device_index(device));
+    out[0] = stats.allocated_bytes;
+    out[1] = stats.peak_bytes;
+    out[2] = stats.allocations;
+  });
 }
 
 BACKPLANE_NPU_C_API int backplane_npu_reset_peak(int device, char* message, size_t size) {
@@ -91,7 +95,7 @@ BACKPLANE_NPU_C_API int backplane_npu_set_device(int device, char* message, size
 // Waits for every stream of the device; raises the first failure of queued work.
 BACKPLANE_NPU_C_API int backplane_npu_synchronize(int device, char* message, size_t size) {
   return guarded(message, size, [&] {
-    const c10::DeviceIndex index = device < 0 ? backplane::npu::current_device() : device_index(device);
+    const c10::DeviceIndex index = device_index(device);
     for (c10::StreamId id = 0; id <= backplane::npu::kPoolSize; ++id)
       backplane::npu::synchronize(c10::Stream(c10::Stream::UNSAFE, c10::Device(backplane::npu::kNpu, index), id));
   });

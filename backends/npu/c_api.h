@@ -2,6 +2,7 @@
 // profiler.cpp each export some (torch.npu's parts call them from python/backplane_npu).
 #pragma once
 
+#include <c10/core/Device.h>
 #include <c10/util/Exception.h>
 
 #include <cstddef>
@@ -30,5 +31,12 @@ int guarded(char* message, size_t size, Fn&& fn) noexcept {
   }
   return 1;
 }
+
+// A device index from Python, checked before it narrows to c10's 8-bit DeviceIndex: -1
+// is the current device (torch's convention), else 0 <= device < device_count(); any
+// other is refused naming the index and the range. The Python side checks the same
+// first (python/backplane_npu/_device_index.py), since ctypes narrows a Python int to an
+// int without a word; this check holds for any other caller.
+c10::DeviceIndex device_index(int device);
 
 }  // namespace backplane::npu

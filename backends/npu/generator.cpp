@@ -91,18 +91,12 @@ at::Generator host_generator(const std::optional<at::Generator>& generator, c10:
 
 // --- C functions for torch.npu (ctypes) ---------------------------------------------
 // As in c_api.cpp: 0 on success, else 1 with a message in `message` (size bytes); no
-// exception leaves a C function (c_api.h). A device below 0 is the current device.
+// exception leaves a C function (c_api.h). A device of -1 is the current device.
 namespace {
 using backplane::npu::guarded;
 
-// The default generator of `device`, the index checked before it narrows to c10's
-// 8-bit DeviceIndex.
-at::Generator default_of(int device) {
-  using backplane::npu::device_count;
-  TORCH_CHECK(device >= -1 && device < device_count(), "backplane npu: device index ", device,
-              " out of range; expected 0 <= index < ", int(device_count()), " (or -1: the current device)");
-  return backplane::npu::default_generator(static_cast<c10::DeviceIndex>(device));
-}
+// The default generator of `device` (checked: c_api.h).
+at::Generator default_of(int device) { return backplane::npu::default_generator(backplane::npu::device_index(device)); }
 
 size_t state_bytes() {
   static const size_t bytes = at::detail::createCPUGenerator().get_state().numel();

@@ -66,6 +66,63 @@ def test_memory_is_returned():
     assert torch.npu.memory_allocated(0) == before
 
 
+def test_torch_accelerator_memory_agrees_with_the_device_module():
+    # torch.accelerator's memory API asks the device's registered allocator, which must
+    # be a c10::DeviceAllocator (allocator.cpp); with a plain c10::Allocator every call
+    # failed with "device_allocator INTERNAL ASSERT FAILED".
+    index = torch.npu.device_count() - 1
+    torch.npu.synchronize(index)
+    torch.accelerator.reset_peak_memory_stats(index)
+    before = torch.npu.memory_stats(index)
+    t = torch.empty(1000, device=f"npu:{index}")
+    stats = torch.accelerator.memory_stats(index)
+    own = torch.npu.memory_stats(index)
+    assert own["allocated_bytes"] == before["allocated_bytes"] + 4000
+    assert torch.accelerator.memory_allocated(index) == stats["allocated_bytes.all.current"] == own["allocated_bytes"]
+    assert torch.accelerator.max_memory_allocated(index) == own["peak_allocated_bytes"]
+    assert stats["allocation.all.current"] == own["allocations"]
+    # No cache: reserved memory is the allocated memory, and empty_cache frees nothing.
+    assert torch.accelerator.memory_reserved(index) == own["allocated_bytes"]
+    torch.accelerator.empty_cache()
+    assert torch.accelerator.memory_allocated(index) == own["allocated_bytes"]
+    del t
+    assert torch.accelerator.memory_allocated(index) == torch.npu.memory_allocated(index) == before["allocated_bytes"]
+    assert torch.accelerator.max_memory_allocated(index) == own["peak_allocated_bytes"]
+    torch.accelerator.reset_peak_memory_stats(index)
+    assert torch.npu.max_memory_allocated(index) == before["allocated_bytes"]
+    count = torch.npu.device_count()
+    with pytest.raises(RuntimeError, match=rf"backplane npu: device index {count} out of range; expected 0 <= index < {count}"):
+        torch.accelerator.memory_stats(count)
+
+
+# Every torch.npu function that takes a device. ctypes narrows a Python int to a C int
+# without a word, so 2**32 + k reached the plugin as k: a wrong device, silently.
+DEVICE_TAKERS = {
+    "set_device": torch.npu.set_device,
+    "synchronize": torch.npu.synchronize,
+    "Stream": torch.npu.Stream,
+    "current_stream": torch.npu.current_stream,
+    "default_stream": torch.npu.default_stream,
+    "memory_stats": torch.npu.memory_stats,
+    "memory_allocated": torch.npu.memory_allocated,
+    "max_memory_allocated": torch.npu.max_memory_allocated,
+    "reset_peak_memory_stats": torch.npu.reset_peak_memory_stats,
+    "initial_seed": torch.npu.initial_seed,
+    "get_rng_state": torch.npu.get_rng_state,
+    "set_rng_state": lambda device: torch.npu.set_rng_state(torch.npu.get_rng_state(0), device),
+}
+
+
+@pytest.mark.parametrize("index", [2**32, 2**32 + 1, 2**64 + 1, -(2**32) - 1, -2], ids=str)
+@pytest.mark.parametrize("name", DEVICE_TAKERS)
+def test_device_indices_are_refused_not_wrapped(name, index):
+    count = torch.npu.device_count()
+    with pytest.raises(RuntimeError, match=rf"backplane npu: device index {index} out of range; "
+                                           rf"expected 0 <= index < {count} \(or -1: the current device\)"):
+        DEVICE_TAKERS[name](index)
+    assert torch.npu.current_device() == 0
+
+
 def test_errors_name_the_device():
     with pytest.raises(RuntimeError, match="npu"):
         torch.empty(2, device=f"npu:{torch.npu.device_count() + 5}")

@@ -29,3 +29,32 @@ def test_a_group_with_no_backend_named_serves_the_device():
         torch.testing.assert_close(reduced.cpu(), torch.arange(12.0).view(3, 4)[:2, :3], rtol=0, atol=0)
     finally:
         dist.destroy_process_group()
+
+
+def test_get_backend_names_the_group_backend():
+    # c10d records a group made with no backend named as "undefined" (a backend to be
+    # chosen per device later); the device's group is its backend from the start.
+    dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert dist.get_backend() == "npu_gloo"
+        assert dist.get_backend(dist.new_group()) == "npu_gloo"  # new_group takes the default group's
+    finally:
+        dist.destroy_process_group()
+
+
+def test_dtensor_shard_from_one_rank_needs_scatter():
+    # distribute_tensor(..., [Shard(d)]) scatters rank 0's tensor, and the host-staged
+    # backend serves no scatter; with src_data_rank=None each rank keeps its own slice.
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("npu", (1,))
+        x = torch.arange(8.0, device="npu")
+        with pytest.raises(NotImplementedError, match="npu_gloo: scatter is not supported by this host-staged process group"):
+            distribute_tensor(x, mesh, [Shard(0)])
+        local = distribute_tensor(x, mesh, [Shard(0)], src_data_rank=None).to_local()
+        torch.testing.assert_close(local.cpu(), torch.arange(8.0), rtol=0, atol=0)
+    finally:
+        dist.destroy_process_group()

@@ -226,6 +226,20 @@ def test_errors():
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.5)
 
 
+def test_device_indices_do_not_wrap():
+    # ctypes narrowed 2**32 + 1 to 1: set_rng_state overwrote npu:1's generator, and
+    # initial_seed(2**32) answered npu:0's. test_device.py refuses out-of-range indices
+    # for every function that takes a device; here, that npu:1's state is left alone.
+    _two_devices()
+    torch.npu.manual_seed_all(5)
+    npu1 = torch.npu.get_rng_state(1)
+    with pytest.raises(RuntimeError, match=r"device index 4294967297 out of range; expected 0 <= index < "):
+        torch.npu.set_rng_state(torch.Generator().manual_seed(6).get_state(), 2**32 + 1)
+    _same(torch.npu.get_rng_state(1), npu1)
+    with pytest.raises(RuntimeError, match=r"device index 4294967296 out of range; expected 0 <= index < "):
+        torch.npu.initial_seed(2**32)
+
+
 def test_checkpoint_recomputes_the_same_dropout():
     # torch.utils.checkpoint saves and restores the device's RNG state (torch.npu's
     # get/set_rng_state) so that the recomputed forward drops the same elements.

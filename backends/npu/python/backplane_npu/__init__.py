@@ -29,8 +29,9 @@ import torch
 # for what it serves: _amp (autocast), _random (generators), _profiler, _inductor
 # (torch.compile and AOTInductor), _collectives (torch.distributed). Each has an
 # on_load(lib) that on_load below calls.
-from . import _amp, _collectives, _inductor, _profiler, _random
+from . import _amp, _collectives, _device_index, _inductor, _profiler, _random
 from ._amp import get_amp_supported_dtype, is_bf16_supported
+from ._device_index import current_device, device_index as _checked_index
 from ._random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
                       set_rng_state, set_rng_state_all)
 
@@ -65,7 +66,7 @@ def on_load(plugin_path: str) -> None:
         ("backplane_npu_check_stream", [ctypes.c_int, ctypes.c_int64, *msg], ctypes.c_int),
         ("backplane_npu_set_device", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_synchronize", [ctypes.c_int, *msg], ctypes.c_int),
-        ("backplane_npu_memory_stats", [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)], ctypes.c_int),
+        ("backplane_npu_memory_stats", [ctypes.c_int, ctypes.POINTER(ctypes.c_int64), *msg], ctypes.c_int),
         ("backplane_npu_reset_peak", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_check_config", msg, ctypes.c_int),
         ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
@@ -79,6 +80,7 @@ def on_load(plugin_path: str) -> None:
     if lib.backplane_npu_check_config(buf, len(buf)) != 0:
         raise RuntimeError(buf.value.decode(errors="replace"))
     _lib = lib
+    _device_index.on_load(lib)
     atexit.register(_drain_at_exit)
     if not hasattr(torch, "npu"):
         torch._register_device_module("npu", sys.modules[__name__])
@@ -163,27 +165,6 @@ def _checked(fn: str, *args) -> None:
         raise RuntimeError(buf.value.decode(errors="replace"))
 
 
-def _index(device) -> int:
-    """npu device, "npu:1", 1 or None (the current device) -> an index."""
-    if device is None:
-        return current_device()
-    if isinstance(device, int):
-        return device
-    device = torch.device(device)
-    if device.type != "npu":
-        raise ValueError(f"expected an npu device, got {device}")
-    return current_device() if device.index is None else device.index
-
-
-def _checked_index(device) -> int:
-    """_index, refused with the plugin's message when out of range. For calls that reach
-    c10 functions declared noexcept, which cannot raise (the process would abort)."""
-    index = _index(device)
-    if not 0 <= index < device_count():
-        raise RuntimeError(f"backplane npu: device index {index} out of range; expected 0 <= index < {device_count()}")
-    return index
-
-
 def is_available() -> bool:
     return device_count() > 0
 
@@ -202,14 +183,6 @@ def _is_in_bad_fork() -> bool:
 
 def device_count() -> int:
     return _lib.backplane_npu_device_count()
-
-
-def current_device() -> int:
-    buf = ctypes.create_string_buffer(1024)
-    index = _lib.backplane_npu_current_device(buf, len(buf))
-    if index < 0:
-        raise RuntimeError(buf.value.decode(errors="replace"))
-    return index
 
 
 def set_device(device) -> None:
@@ -235,7 +208,7 @@ class Stream(torch.Stream):
     """A stream of an npu device (the current device by default)."""
 
     def __new__(cls, device=None, priority: int = 0):
-        return super().__new__(cls, device=torch.device("npu", _index(device)), priority=priority)
+        return super().__new__(cls, device=torch.device("npu", _checked_index(device)), priority=priority)
 
 
 def Event(enable_timing: bool = False) -> torch.Event:  # noqa: N802 (torch.cuda.Event's spelling)
@@ -271,8 +244,7 @@ def stream(s: torch.Stream):
 
 def memory_stats(device=None) -> dict:
     out = (ctypes.c_int64 * 3)()
-    if _lib.backplane_npu_memory_stats(_checked_index(device), out) != 0:
-        raise RuntimeError(f"backplane npu: no device {device!r}; expected 0 <= index < {device_count()}")
+    _checked("backplane_npu_memory_stats", _checked_index(device), out)
     return {"allocated_bytes": out[0], "peak_allocated_bytes": out[1], "allocations": out[2]}
 
 

@@ -11,6 +11,8 @@ import sys
 
 import torch
 
+from ._device_index import device_index as _index
+
 _lib = None
 
 
@@ -40,18 +42,6 @@ def _call(fn: str, *args) -> None:
         raise RuntimeError(buf.value.decode(errors="replace"))
 
 
-def _index(device) -> int:
-    """An index for the C functions; -1 is the current device (they check the range)."""
-    if device is None:
-        return -1
-    if isinstance(device, int):
-        return device
-    device = torch.device(device)
-    if device.type != "npu":
-        raise ValueError(f"backplane npu: expected an npu device, got {device}")
-    return -1 if device.index is None else device.index
-
-
 def _seed_value(seed) -> int:
     # torch's own range check and remapping of negative seeds, as torch.manual_seed does.
     return torch.Generator().manual_seed(int(seed)).initial_seed()
@@ -59,7 +49,7 @@ def _seed_value(seed) -> int:
 
 def manual_seed(seed) -> None:
     """Seeds the default generator of the current device."""
-    _call("backplane_npu_manual_seed", -1, _seed_value(seed))
+    _call("backplane_npu_manual_seed", _index(None), _seed_value(seed))
 
 
 def manual_seed_all(seed) -> None:
@@ -71,7 +61,7 @@ def manual_seed_all(seed) -> None:
 
 def seed() -> int:
     """Seeds the current device's default generator from a non-deterministic source; returns the seed."""
-    return _seed(-1)
+    return _seed(_index(None))
 
 
 def _seed(index: int) -> int:
