@@ -275,3 +275,17 @@ with backplane.prefer("mul", "cuda_stable"):
     assert torch.equal(torch.ops.backplane.mul(a, b), a * b)
 print("ok")
 """)
+
+
+@needs_cpu_stable
+def test_add_alpha_past_int64_computes_as_the_full_abi_plugin_does():
+    """alpha=2**63 is an unsigned Scalar: it crossed as an int64 and died in c10's bare overflow
+    message; it now crosses as a double, as the cpu plugin reads it."""
+    _child(f"""
+import torch, backplane
+backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
+a, b = torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+for alpha in (2**63, 2**64 - 1):
+    torch.testing.assert_close(torch.ops.backplane.add(a, b, alpha=alpha), torch.add(a, b, alpha=alpha))
+print("ok")
+""")

@@ -98,10 +98,14 @@ BackplaneStableScalar stable_scalar(const c10::IValue& value, const std::string&
   if (s.isBoolean()) {
     out.type = BACKPLANE_STABLE_SCALAR_BOOL;
     out.bits = s.toBool() ? 1 : 0;
-  } else if (s.isIntegral(false)) {
+  } else if (s.isIntegral(false) && !(s.isUnsigned() && s.toUInt64() > uint64_t{INT64_MAX})) {
     out.type = BACKPLANE_STABLE_SCALAR_INT;
     out.bits = static_cast<uint64_t>(s.toLong());
-  } else if (s.isFloatingPoint()) {
+  } else if (s.isFloatingPoint() || s.isIntegral(false)) {
+    // An integer past int64 (Python's 2**63 .. 2**64-1, an unsigned Scalar) crosses as the
+    // nearest double: what the full-ABI kernels compute with, reading it in a floating
+    // tensor's opmath (every registry op with a Scalar takes floating tensors only).
+    // Limit: such a value is a double on the stable path; to<int64_t>() of it is out of range.
     const double d = s.toDouble();
     std::memcpy(&out.bits, &d, sizeof d);
   } else {
