@@ -4,8 +4,10 @@
 #   TORCH_PYTHON=path    use this Python's torch instead of .venv / python3
 #   BACKPLANE_CUDA=ON    require the CUDA plugin (AUTO: build it when nvcc and a CUDA torch are there)
 #   CMAKE_ARGS=...       more CMake options
+#   JOBS=N               compile jobs at once (default: one per core; JOBS=1 on a small machine)
 BUILD ?= build
 BACKPLANE_CUDA ?= AUTO
+JOBS ?=
 GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 
 .PHONY: setup build test demo bench clean
@@ -19,7 +21,7 @@ build: setup
 	CUDAHOSTCXX=$$(cat $(BUILD)/.cudahostcxx) cmake -S . -B $(BUILD) $(GENERATOR) -DBACKPLANE_PYTHON=$$(cat $(BUILD)/.python) \
 	  $$([ -f $(BUILD)/CMakeCache.txt ] || echo -DCMAKE_CXX_COMPILER=$$(cat $(BUILD)/.cxx)) \
 	  -DBACKPLANE_CUDA=$(BACKPLANE_CUDA) $(CMAKE_ARGS)
-	cmake --build $(BUILD) --parallel
+	cmake --build $(BUILD) --parallel $(JOBS)
 
 test: build
 	scripts/test.sh $(BUILD)

@@ -168,3 +168,16 @@ def test_list_and_ops_report_what_each_plugin_registered():
     implemented = [row["op"] for row in json.loads(alt.stdout)["ops"] for c in row["backends"]
                    if c["backend"] == "cpu_alt" and c["implemented"]]
     assert sorted(implemented) == ["add", "identity_conv"]
+
+
+@pytest.mark.skipif(not (FIXTURES / "libbackplane_cpu_stable_v1.so").is_file(), reason=f"no cpu_stable_v1 in {FIXTURES}")
+@pytest.mark.parametrize("command", ["list", "ops", "check"])
+def test_tables_keep_a_long_backend_name_apart_from_the_next_column(command):
+    """cpu_stable_v1 has 13 characters: the columns were 12 wide, and the name ran into the next."""
+    r = cli(command, "--backends", "cpu_stable_v1", "--plugin-path", str(FIXTURES), *(["--ops", "mul"] if command == "check" else []))
+    assert r.returncode in (0, 1), r.stderr  # check: cpu_stable_v1 computes float32 only, and fails the rest
+    lines = [line for line in r.stdout.splitlines()  # table rows (list, check), the header of ops
+             if line.startswith("cpu_stable_v1") or (line.startswith("OP ") and "cpu_stable_v1" in line)]
+    assert lines, r.stdout
+    for line in lines:
+        assert "cpu_stable_v1  " in line, f"{command}: {line!r}"
