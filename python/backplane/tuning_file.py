@@ -13,6 +13,7 @@ import contextlib
 import os
 import stat
 import tempfile
+import warnings
 
 import backplane
 
@@ -132,7 +133,11 @@ def _read_back(path: str, shown: str) -> None:
     nothing else to read it without applying), then the selection in force before put back."""
     before = backplane.selection_file()
     try:
-        backplane.apply_selection(path)
+        # A parse check only: the plugins the file names were loaded by the engine's process,
+        # not necessarily by this one, so the core's "not loaded" warning says nothing here.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*not loaded.*")
+            backplane.apply_selection(path)
     except (ValueError, RuntimeError, backplane.BackendError) as e:
         raise OutError(f"--out {shown}: the core refuses the selection file made from these figures, so "
                        f"{shown} is left as it was: {str(e).replace(path, shown)}") from None

@@ -115,8 +115,10 @@ def test_gradient_cases_run_on_npu_and_skip_where_the_autograd_engine_predates_i
     assert {outcome for outcome, _ in _npu_gradient_outcomes("")} == {"passed"}
     # A backward before the device's plugin loads starts PyTorch's engine without a thread
     # for it: said as a skip with the reason, not as the engine's internal assert.
+    # Where the engine made room for the device anyway (torch 2.11 beside a CUDA device, on
+    # the GPU machine) the cases pass; a failure (the engine's internal assert) never.
     late = _npu_gradient_outcomes("torch.ones(1, requires_grad=True).sum().backward()")
-    assert late and {outcome for outcome, _ in late} == {"skipped"}, late
-    assert {detail for _, detail in late} == {
+    assert late and {outcome for outcome, _ in late} <= {"skipped", "passed"}, late
+    assert {detail for outcome, detail in late if outcome == "skipped"} <= {
         "PyTorch's autograd engine has no thread for npu: it started (at the process's first backward) before that "
         "device's plugin loaded; load the plugin before any backward"}

@@ -105,7 +105,7 @@ def test_create_graph_gradients_equal_float64(op_name, dtype, device):
         exact = {k: _cast(v, torch.float64) for k, v in values.items()}
         generator = torch.Generator().manual_seed(3)
         outs64 = _call(op_name, exact)
-        grad_out64 = [torch.randn(o.shape, dtype=torch.float64, generator=generator) for o in outs64]
+        grad_out64 = [torch.randn(o.shape, dtype=torch.float64, generator=generator).to(device) for o in outs64]
         grad_out = [g.to(dtype) for g in grad_out64]
         grad_out64 = [g.double() for g in grad_out]  # the same values in both runs
         want, _ = _grads(op_name, exact, wrt, grad_out64, create_graph=False)
