@@ -4,32 +4,15 @@
 // may come out.
 #include <backplane/selection_file.h>
 
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
+#include "scratch_file.h"
+
 #include <stdexcept>
-#include <string>
-
-#include <unistd.h>
-
-namespace {
-// The scratch file, removed when the fuzzer exits normally (libFuzzer calls exit(), which
-// runs this destructor); a crash keeps it, next to the crash's input.
-struct ScratchFile {
-  std::string path = "/tmp/backplane_fuzz_selection_" + std::to_string(getpid()) + ".yaml";
-  ~ScratchFile() { std::remove(path.c_str()); }
-};
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const ScratchFile scratch;
-  const std::string& path = scratch.path;
-  FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return 0;
-  std::fwrite(data, 1, size, file);
-  std::fclose(file);
+  static const backplane::fuzz::ScratchFile scratch("selection");
+  if (!scratch.write(data, size)) return 0;
   try {
-    backplane::read_selection_file(path);
+    backplane::read_selection_file(scratch.path);
   } catch (const std::invalid_argument&) {
   }
   return 0;
