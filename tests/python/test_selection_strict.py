@@ -15,7 +15,7 @@ def unloaded(path) -> str:
 
 
 WARNING = "backplane: selection file {}; calls of those sizes go to the plugin serving without the file"
-STRICT = "{} (strict: every plugin a selection file names must be loaded)"
+STRICT = "{} (strict: every plugin a selection file names must be loaded and serve the op)"
 
 
 def test_a_misspelt_plugin_is_one_warning_naming_the_bucket_and_the_loaded_plugins(tmp_path):
@@ -80,3 +80,21 @@ def test_strict_where_it_cannot_check_is_a_usage_error(tmp_path, args, message):
     args = [str(_file(tmp_path, SPLIT)) if a == "FILE" else a for a in args]
     r = _cli(*args)
     assert r.returncode == 2 and r.stderr.startswith(message + "\n"), r.stderr
+
+
+def test_a_loaded_plugin_that_does_not_serve_the_op_is_named_too(tmp_path):
+    """cpu_alt is loaded but has no mul kernel: its bucket would silently go to cpu."""
+    path = _file(tmp_path, SPLIT.replace("op: identity_conv", "op: mul"))
+    out = _child(f"""
+        import pytest
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            backplane.load("cpu_alt", path=FIXTURES, selection={str(path)!r})
+        print(repr([str(w.message) for w in caught if "selection file" in str(w.message)]))
+        with pytest.raises(ValueError) as refused:
+            backplane.apply_selection({str(path)!r}, strict=True)
+        print(refused.value)
+    """)
+    what = (f"{path}: names loaded plugins that serve no kernel for that op there: op 'mul' on CPU, bucket 1: "
+            "'cpu_alt'")
+    assert out.splitlines() == [repr([WARNING.format(what)]), STRICT.format(what)]

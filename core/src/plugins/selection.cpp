@@ -295,18 +295,35 @@ class Selection {
   // plugins loaded now: with none loaded yet (BACKPLANE_SELECTION, read as the core
   // loads) there is nothing to compare with, and only strict speaks.
   void check_plugins_loaded(const std::string& path, const std::vector<SelectionRule>& rules, bool strict) const {
-    std::vector<std::string> unloaded;
+    std::vector<std::string> unloaded, not_offering;
     for (const auto& rule : rules)
-      for (std::size_t i = 0; i < rule.buckets.size(); ++i)
-        if (std::find(loaded_.begin(), loaded_.end(), rule.buckets[i].plugin) == loaded_.end())
-          unloaded.push_back("op '" + rule.op + "' on " + rule.dispatch_key + ", bucket " + std::to_string(i + 1) +
-                             ": '" + rule.buckets[i].plugin + "'");
-    if (unloaded.empty() || (!strict && loaded_.empty())) return;
+      for (std::size_t i = 0; i < rule.buckets.size(); ++i) {
+        const std::string& plugin = rule.buckets[i].plugin;
+        const std::string where = "op '" + rule.op + "' on " + rule.dispatch_key + ", bucket " + std::to_string(i + 1) +
+                                  ": '" + plugin + "'";
+        if (std::find(loaded_.begin(), loaded_.end(), plugin) == loaded_.end())
+          unloaded.push_back(where);
+        else if (!offers(rule.op, rule.dispatch_key, plugin))
+          not_offering.push_back(where);  // loaded, and has no kernel for this op on this key
+      }
+    if ((unloaded.empty() && not_offering.empty()) || (!strict && loaded_.empty())) return;
     const std::string loaded = loaded_.empty() ? "none" : joined(loaded_, ", ");
-    const std::string what = path + ": names plugins that are not loaded (loaded: " + loaded + "): " +
-                             joined(unloaded, "; ");
-    if (strict) throw std::invalid_argument(what + " (strict: every plugin a selection file names must be loaded)");
+    std::string what = path + ":";
+    if (!unloaded.empty()) what += " names plugins that are not loaded (loaded: " + loaded + "): " + joined(unloaded, "; ");
+    if (!not_offering.empty())
+      what += std::string(unloaded.empty() ? "" : ";") + " names loaded plugins that serve no kernel for that op there: " +
+              joined(not_offering, "; ");
+    if (strict)
+      throw std::invalid_argument(what + " (strict: every plugin a selection file names must be loaded and serve the op)");
     TORCH_WARN("backplane: selection file ", what, "; calls of those sizes go to the plugin serving without the file");
+  }
+
+  // Whether `plugin` offered a kernel for op on the key named `key_name` ("CPU").
+  bool offers(const std::string& op, const std::string& key_name, const std::string& plugin) const {
+    for (const auto& [where, slot] : slots_)
+      if (where.first == op && c10::toString(where.second) == key_name)
+        return std::any_of(slot->offers.begin(), slot->offers.end(), [&](const Offer& o) { return o.plugin == plugin; });
+    return false;
   }
 
   void choose_all() {

@@ -24,6 +24,8 @@ thread_local bool references_for_undifferentiable = false;
 // The parsed reference of a registry op with no `backward:` (and that writes nothing),
 // or null: what a call of it evaluates as under ReferencesForUndifferentiable.
 const ReferenceExpr* differentiable_stand_in(const std::string& qualified_name) {
+  // PyTorch's own ops, nearly every call of every formula: answered without the lock.
+  if (qualified_name.rfind("aten::", 0) == 0 || qualified_name.rfind("prims::", 0) == 0) return nullptr;
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<ReferenceExpr>> parsed;  // null: none
   std::lock_guard<std::mutex> lock(mutex);
@@ -40,19 +42,28 @@ const ReferenceExpr* differentiable_stand_in(const std::string& qualified_name) 
 // fused backward op, mul_backward, that the plugin serving mul lacks): the formula then
 // computes it from the op's reference through ATen, and says so once per op and device.
 // Meta tensors (shape propagation) have the core's Meta kernel and never take this path.
+// Limits: a kernel found is remembered (kernels are never unloaded); until then each call
+// asks the dispatcher's table, which a plugin loading on another thread at that moment may
+// be writing (torch reads it without a lock here too).
 bool lacks_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values) {
   const auto first = std::find_if(values.begin(), values.end(),
                                   [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(); });
   if (first == values.end()) return false;
   const at::Tensor& t = first->toTensor();
   const c10::DispatchKey key = c10::computeDispatchKey(std::nullopt, t.layout(), t.device());
-  if (handle.hasKernelForDispatchKey(key)) return false;
   static std::mutex mutex;
-  static std::set<std::pair<std::string, c10::DispatchKey>> warned;
+  static std::set<std::pair<std::string, c10::DispatchKey>> served, warned;
+  const std::pair<std::string, c10::DispatchKey> op_on_key(handle.schema().name(), key);
   std::lock_guard<std::mutex> lock(mutex);
-  if (warned.emplace(handle.schema().name(), key).second)
-    TORCH_WARN(handle.schema().name(), " has no kernel for ", c10::toString(key), " in any loaded plugin; the "
-               "backward formula that calls it computes it from its registry `reference:` through ATen instead "
+  if (served.count(op_on_key)) return false;
+  if (handle.hasKernelForDispatchKey(key)) {
+    served.insert(op_on_key);
+    return false;
+  }
+  if (warned.insert(op_on_key).second)
+    TORCH_WARN(handle.schema().name(), " has no kernel for ", c10::toString(key), " in any loaded plugin; a "
+               "formula that calls it (a `backward:`, or another op's `reference:`) computes it from its registry "
+               "`reference:` through ATen instead "
                "(slower than a fused kernel: load a plugin that serves ", handle.schema().name(), " on ",
                c10::toString(key), " to use its kernel). Said once per op and device.");
   return true;

@@ -185,6 +185,9 @@ class ChecksParser {
         continue;
       }
       if (key == "magnitude") {
+        if (op_.arg_index(key) >= 0)  // never taken silently for the other
+          fail(entry.first, "'magnitude' is an argument of this op and the key that scales a sample's values: "
+                            "rename the argument");
         if (kind != Kind::Sample)
           fail(entry.first, "'magnitude' scales a sample's values; an entry of '" +
                                 std::string(kind == Kind::Error ? "errors" : "bench") + "' takes none");
