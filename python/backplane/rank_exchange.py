@@ -9,7 +9,9 @@ finds that rank's mark in its own key's place (compare_set is atomic) and raises
 rank goes on as if the ranks had agreed.
 
 Limits: the n-th exchange of one `topic` in a process meets the n-th of every other rank,
-so ranks must ask in the same order; values are str.
+so ranks must ask in the same order; values are str. After an exchange that timed out the
+ranks no longer agree on n: restart the job rather than retry. Waiting costs one store
+request per poll (backing off to 0.25 s), and one more to read the values.
 """
 from __future__ import annotations
 
@@ -41,23 +43,32 @@ def timeout_s() -> float:
 def exchange_with_deadline(dist, topic: str, value: str, about: str, doing: str) -> list[str]:
     """Every rank's `value`, by rank, from the ranks of the default group that call this too.
     `about` and `doing` word the error: "{about}: ranks [1] did not {doing} within 60 s"."""
+    # The round first: a call that raises below still counts, as it does on the other ranks.
+    prefix = f"backplane/{topic}/{next(_rounds.setdefault(topic, itertools.count(1)))}/"
     if value.startswith(_GAVE_UP):
         raise ValueError(f"{about}: a value may not start with the exchange's own mark")
     deadline_s = timeout_s()
     store = dist.distributed_c10d._get_default_store()
     rank, world = dist.get_rank(), dist.get_world_size()
-    prefix = f"backplane/{topic}/{next(_rounds.setdefault(topic, itertools.count(1)))}/"
     # compare_set from "": set where absent, and say what the key holds now.
     mine = store.compare_set(prefix + str(rank), "", value).decode()
     if mine != value:
         raise ValueError(f"{about}: {mine[len(_GAVE_UP):]} for rank {rank} to {doing}, and gave up; every rank must "
                          "do it at the same point")
     others = [r for r in range(world) if r != rank]
-    waiting, end = set(others), time.monotonic() + deadline_s
-    while waiting and time.monotonic() < end:
-        waiting = {r for r in waiting if not store.check([prefix + str(r)])}
-        if waiting:
-            time.sleep(0.01)
+    keys = [prefix + str(r) for r in others]
+    end, pause = time.monotonic() + deadline_s, 0.005
+    while keys and not store.check(keys):  # one request for every key
+        if time.monotonic() >= end:
+            break
+        time.sleep(pause)
+        pause = min(2 * pause, 0.25)
+    else:
+        got = [v.decode() for v in (store.multi_get(keys) if hasattr(store, "multi_get") and keys
+                                    else [store.get(k) for k in keys])]
+        # A key may hold the mark of a rank that gave up on its owner: that owner never came.
+        if not any(v.startswith(_GAVE_UP) for v in got):
+            return [value if r == rank else got[others.index(r)] for r in range(world)]
     values, missing = {rank: value}, []
     mark = f"{_GAVE_UP}rank {rank} waited {deadline_s:g} s ({TIMEOUT_VARIABLE})"
     for r in others:  # a rank arriving now finds the mark, or its value is taken: never both

@@ -77,10 +77,17 @@ class prefer:
 
     def __exit__(self, *exc) -> None:
         with self._lock:
-            held = self._blocks[threading.get_ident()]
+            thread = threading.get_ident()
+            if thread not in self._blocks:
+                # Exited on another thread than it was entered on (an ExitStack closed by a
+                # worker): the block opened last, on whichever thread, is the one ending.
+                if not self._blocks:
+                    raise RuntimeError(f"prefer({self._op!r}, ...): __exit__ without a block open")
+                thread = next(reversed(self._blocks))
+            held = self._blocks[thread]
             token = held.pop()
             if not held:
-                del self._blocks[threading.get_ident()]
+                del self._blocks[thread]
         core().release_preference(token, withdraw=True)
 
     def __del__(self) -> None:

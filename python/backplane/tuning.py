@@ -109,9 +109,16 @@ def decide(results: dict, ops, backends: list[str], margin: float = 0.05) -> Dec
     for (op_name, key), by_cell in sorted(cells.items()):
         # A plugin whose rows all failed still counts: the file then says the other serves.
         plugins = [b for b in backends if any(b in found for found in by_cell.values())]
-        if len(plugins) < 2:
-            continue
         where = f"{op_name} on {key}"
+        if len(plugins) < 2:
+            # Another plugin on this key implements the op, and has no row: a run cut off
+            # before it reached that plugin. Said, not silently dropped.
+            silent = [b for b in backends if b not in plugins and keys.get(b) == key
+                      and getattr(by_name[op_name], "backends", {}).get(b)]
+            if plugins and silent:
+                left_out.append(f"{where}: only {plugins[0]} has rows; {', '.join(silent)} also serves it here and "
+                                "has none (a run cut off before it?), so no size is decided")
+            continue
         sizes = preset_sizes(by_name[op_name])
         by_size: dict = defaultdict(dict)
         for (shape, dtype), found in sorted(by_cell.items()):

@@ -142,7 +142,12 @@ def _read_back(path: str, shown: str) -> None:
         raise OutError(f"--out {shown}: the core refuses the selection file made from these figures, so "
                        f"{shown} is left as it was: {str(e).replace(path, shown)}") from None
     finally:
-        backplane.apply_selection(before or None)
+        try:
+            backplane.apply_selection(before or None)
+        except (ValueError, RuntimeError, backplane.BackendError) as e:  # the old file changed meanwhile
+            backplane.apply_selection(None)
+            warnings.warn(f"the selection file in force before ({before}) could not be applied again after "
+                          f"reading back --out {shown}, and none is in force now: {e}", RuntimeWarning)
 
 
 def write(out: str, text: str) -> None:

@@ -20,7 +20,13 @@ def two_ranks(tmp_path, mode, first, second, **env) -> list[str]:
     script, store = Path(__file__).with_name("selection_ranks.py"), tmp_path / "store"
     ranks = [subprocess.Popen([sys.executable, str(script), str(r), str(store), mode, str(first), str(second)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for r in (0, 1)]
-    outs = [p.communicate(timeout=300) for p in ranks]
+    try:
+        outs = [p.communicate(timeout=300) for p in ranks]
+    finally:  # a rank still waiting (a hang this test is for) must not outlive it
+        for p in ranks:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert all(p.returncode == 0 for p in ranks), [o[1][-2000:] for o in outs]
     return [out for out, _ in outs]
 

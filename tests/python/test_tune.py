@@ -104,6 +104,22 @@ def test_a_size_without_a_row_of_every_plugin_is_left_out_and_said():
     assert decision.left_out == ["add on CPU: 67108864 elements: no row of a at 64M_elements float32"]
 
 
+def test_an_op_the_run_never_timed_on_its_second_plugin_is_said():
+    """Cut off before b's first row: add has rows of a alone. b implements add on the same key
+    (the registry's coverage says so), so the op is named as left out, not silently dropped."""
+    import dataclasses
+
+    ops = [dataclasses.replace(op, backends={"a": ("float32",), "b": ("float32",)}) if op.name == "add" else op
+           for op in OPS]
+    rows = [_row("add", "a", "4K_elements", 1.0), _row("add", "a", "1M_elements", 2.0)]
+    decision = tuning.decide({"context": _context("a", "b"), "benchmarks": rows}, ops, ["a", "b"], 0.05)
+    assert decision.entries == []
+    assert decision.left_out == ["add on CPU: only a has rows; b also serves it here and has none (a run cut off "
+                                 "before it?), so no size is decided"]
+    # A plugin that does not implement the op is no reason to say anything.
+    assert tuning.decide({"context": _context("a", "b"), "benchmarks": rows}, OPS, ["a", "b"], 0.05).left_out == []
+
+
 def test_a_size_missing_one_dtype_of_a_plugin_is_left_out():
     rows = [*two_sizes(), _row("add", "a", "1M_elements", 9.0, "bfloat16")]  # b's bfloat16 row never came
     decision = _decision(rows, ("a", "b"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import warnings
 
-from .plugins import backplane_ops, dispatch_keys, read_record, record_plugins
+from .plugins import backplane_ops, dispatch_keys, plugin_record, read_record, record_plugins
 
 _MARK = "_backplane_records_plugins"
 
@@ -32,13 +32,16 @@ def recording(compile_and_package):
         ep = args[0] if args else kwargs.get("exported_program")
         try:
             ops, keys = backplane_ops(ep), dispatch_keys(ep)
+            # Taken before the compile, which can take minutes: a choice changed meanwhile (on
+            # another thread) is not what the model was compiled under.
+            record = plugin_record(ops, keys) if ops else None
         except Exception:  # noqa: BLE001  (not an ExportedProgram: torch's own call says so)
-            ops, keys = [], set()
+            ops, keys, record = [], set(), None
         package = compile_and_package(*args, **kwargs)
         if ops:
             try:
                 if read_record(package) is None:
-                    record_plugins(package, ops, keys)
+                    record_plugins(package, ops, keys, record)
             except Exception as e:  # noqa: BLE001  (the package is made; only its record is lost)
                 warnings.warn(f"backplane: could not record the plugins serving {', '.join(ops)} in the package "
                               f"{package!r}: {type(e).__name__}: {e}; where two plugins serve one of them, loading "

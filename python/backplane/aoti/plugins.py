@@ -133,10 +133,12 @@ def plugin_record(ops: list[str], keys: set[str]) -> PluginRecord:
     return PluginRecord(rows, digest, path if digest and "\n" not in path and "\r" not in path else "")
 
 
-def record_plugins(path, ops: list[str], keys: set[str]) -> list[tuple[str, str, str]]:
-    """Appends plugin_record(ops, keys) to the package (a path, or a seekable buffer holding
-    it); returns its rows. Raises ValueError when the package holds a record already."""
-    record = plugin_record(ops, keys)
+def record_plugins(path, ops: list[str], keys: set[str],
+                   record: PluginRecord | None = None) -> list[tuple[str, str, str]]:
+    """Appends `record` (default: plugin_record(ops, keys) now) to the package (a path, or a
+    seekable buffer holding it); returns its rows. Raises ValueError when the package holds a
+    record already."""
+    record = record or plugin_record(ops, keys)
     lines = [HEADER]
     if record.selection_digest:
         lines.append(f"{SELECTION} sha256:{record.selection_digest} {record.selection_path}".rstrip())
