@@ -203,17 +203,18 @@ TEST_F(NpuDevice, NoexceptGuardFunctionsNeverAbort) {
 // A leak in the allocator or in tensors freed by stream workers shows up as live
 // bytes after many rounds; the peak proves the rounds went through this allocator.
 TEST_F(NpuDevice, AllocatorKeepsNoLiveBytesAfter10000Rounds) {
-  auto* stats = c_api<int(int, int64_t*)>("backplane_npu_memory_stats");
+  auto* stats = c_api<int(int, int64_t*, char*, size_t)>("backplane_npu_memory_stats");
+  char message[256] = "";
   auto* guard = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
   guard->synchronizeDevice(1);
   int64_t before[3], after[3];
-  ASSERT_EQ(stats(1, before), 0);
+  ASSERT_EQ(stats(1, before, message, sizeof message), 0) << message;
   for (int round = 0; round < 10000; ++round) {
     at::Tensor t = at::empty({1 + round % 64}, npu1);
     if (round % 2) t.fill_(1.0f);  // queued on a worker, which may drop the last reference
   }
   guard->synchronizeDevice(1);
-  ASSERT_EQ(stats(1, after), 0);
+  ASSERT_EQ(stats(1, after, message, sizeof message), 0) << message;
   EXPECT_EQ(after[0], before[0]) << "bytes still allocated";
   EXPECT_EQ(after[2], before[2]) << "allocations still live";
   EXPECT_GE(after[1], before[0] + 4) << "the peak never moved: the rounds did not allocate here";
