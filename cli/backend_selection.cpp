@@ -4,30 +4,10 @@
 
 #include <backplane/selection_file.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
 namespace backplane::cli {
-
-std::vector<std::string> backend_names(const std::string& value, const std::string& what, const std::string& unset) {
-  std::vector<std::string> names;
-  std::string::size_type start = 0;
-  for (auto end = value.find(','); start != std::string::npos; end = value.find(',', start)) {
-    const std::string item = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    names.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
-    start = end == std::string::npos ? end : end + 1;
-  }
-  const std::string expected = "expected backend names separated by ',' ('none' loads none" + unset + ")";
-  if (std::all_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
-    throw std::invalid_argument(what + " names no backend: " + expected);
-  if (std::count(names.begin(), names.end(), ""))
-    throw std::invalid_argument(what + " has an empty entry: " + expected);
-  if (names.size() > 1 && std::count(names.begin(), names.end(), "none"))
-    throw std::invalid_argument(what + ": 'none' loads no backend, so it stands alone");
-  return names;
-}
 
 std::vector<BackendRecord> load_selected(const Options& options) {
   std::vector<std::string> names;
@@ -35,7 +15,7 @@ std::vector<BackendRecord> load_selected(const Options& options) {
     names = *options.backends;
   } else if (const char* env = std::getenv("BACKPLANE_BACKENDS")) {
     try {
-      names = backend_names(env, "BACKPLANE_BACKENDS='" + std::string(env) + "'", "; unset it to load every plugin found");
+      names = backend_names_from_environment(env);  // the core's rule (loader.h), as Python's import reads it
     } catch (const std::invalid_argument& e) {
       throw BackendError(e.what());
     }

@@ -4,6 +4,8 @@
 #include <backplane/loader.h>
 #include <backplane/registry.h>
 
+#include "util/strings.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -29,11 +31,8 @@ struct Options {
   std::vector<std::string> rest;                     // what the subcommand reads itself (run)
 };
 
-// A backend list as --backends or BACKPLANE_BACKENDS gives it ("cpu,cuda"; "none": none),
-// trimmed. Throws std::invalid_argument for an empty entry or "none" beside names:
-// `what` is "--backends 'v'" or "BACKPLANE_BACKENDS='v'". Python's import reads the
-// variable by the same rule (_environment_backends in python/backplane/__init__.py).
-std::vector<std::string> backend_names(const std::string& value, const std::string& what, const std::string& unset);
+// Backend lists (--backends, BACKPLANE_BACKENDS) are read by the core's backend_names
+// (loader.h), the one parser the bench and Python use too.
 
 // Loads what the options name (throws BackendError), or every backend found when
 // none is named (broken ones are recorded, never thrown), then applies --selection
@@ -60,11 +59,7 @@ inline int backend_column_width(const std::vector<BackendRecord>& records) {
   return static_cast<int>(longest + 2);
 }
 
-inline std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
-  return out;
-}
+using detail::join;  // util/strings.h
 
 // One per file in commands/.
 // The folder of the running command (nullopt where /proc/self/exe cannot be read).

@@ -68,13 +68,7 @@ struct Command {
   std::function<int(const Options&)> run;
 };
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+std::vector<std::string> split(const std::string& list) { return detail::split_nonempty(list, ','); }
 
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> all = {
@@ -194,6 +188,7 @@ int main(int argc, char** argv) {
   }
   const std::string name = argv[1];
   if (name == "__probe" && argc == 4) probe_command(argv[2], argv[3]);  // the child of probe_in_child
+  if (name == "__probe_in_child" && argc == 4) return probe_verdict_command(argv[2], argv[3]);  // for Python
   if (name == "-h" || name == "--help" || name == "help") {
     std::cout << kUsage;
     return kExitOk;
@@ -225,7 +220,7 @@ int main(int argc, char** argv) {
     if (arg == "--backends") {
       const std::string value = argv[++i];
       try {
-        options.backends = backend_names(value, "--backends '" + value + "'", "");
+        options.backends = backplane::backend_names(value, "--backends '" + value + "'", "");
       } catch (const std::invalid_argument& e) {
         return usage_error(e.what());
       }

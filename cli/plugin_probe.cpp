@@ -22,9 +22,11 @@ namespace {
 
 constexpr const char* kLoaded = "backplane-probe: loaded\n";
 constexpr const char* kNotLoaded = "backplane-probe: not loaded: ";
+constexpr const char* kPassed = "backplane-probe: passed\n";  // probe_verdict_command's words
+constexpr const char* kFailed = "backplane-probe: failed: ";
 constexpr int kDefaultTimeoutSeconds = 60;
 
-// BACKPLANE_PROBE_TIMEOUT: whole seconds, 1 to 3600 (python/backplane_plugins.py reads it alike).
+// BACKPLANE_PROBE_TIMEOUT: whole seconds, 1 to 3600.
 int timeout_seconds() {
   const char* text = std::getenv("BACKPLANE_PROBE_TIMEOUT");
   long seconds = 0;
@@ -95,6 +97,21 @@ std::optional<std::string> probe_in_child(const std::string& name, const LoadOpt
   }
   return "ended the process while opening (exit status " + std::to_string(WEXITSTATUS(status)) +
          "), in a child process probe; not opened here";
+}
+
+int probe_verdict_command(const std::string& name, const std::string& dirs) {
+  LoadOptions options;
+  if (!dirs.empty()) options.dir = dirs;
+  const std::optional<std::string> failure = probe_in_child(name, options);
+  if (!failure) {
+    std::fputs(kPassed, stdout);
+  } else {
+    std::string why = *failure;  // one line: the reader takes the rest of it
+    for (char& c : why)
+      if (c == '\n') c = ' ';
+    std::fputs((kFailed + why + "\n").c_str(), stdout);
+  }
+  return std::fflush(stdout) == 0 ? 0 : 1;
 }
 
 void probe_command(const std::string& name, const std::string& dirs) {

@@ -15,12 +15,20 @@ endif()
 set(_bp_cmake_dest lib/cmake/Backplane)
 install(TARGETS backplane_core EXPORT BackplaneTargets LIBRARY DESTINATION lib)
 install(TARGETS backplane backplane_manifest backplane_registry_check EXPORT BackplaneTargets RUNTIME DESTINATION bin)
+# The host API (backplane/*.h) and the plugin SDK (backplane/plugin/*.h); the core's internals
+# stay in core/src (reached in tree through backplane_core_internal), so they are never installed.
 install(DIRECTORY core/include/backplane DESTINATION include)
 # `backplane new-backend` writes its project from these templates (cli/templates), and for
-# --dispatch-key PrivateUse1 copies the npu device layer, renamed.
+# --dispatch-key PrivateUse1 copies the npu files backends/npu/new-backend-files.txt lists,
+# renamed: exactly those files and the list are installed.
 install(DIRECTORY cli/templates/new-backend/ DESTINATION share/backplane/templates/new-backend)
-install(DIRECTORY backends/npu/ DESTINATION share/backplane/templates/PrivateUse1
-        PATTERN kernels EXCLUDE PATTERN CMakeLists.txt EXCLUDE PATTERN README.md EXCLUDE PATTERN __pycache__ EXCLUDE)
+file(STRINGS backends/npu/new-backend-files.txt _bp_device_template REGEX "^[^#]")
+foreach(_bp_file IN LISTS _bp_device_template)
+  get_filename_component(_bp_dir ${_bp_file} DIRECTORY)
+  install(FILES backends/npu/${_bp_file} DESTINATION share/backplane/templates/PrivateUse1/${_bp_dir})
+endforeach()
+install(FILES backends/npu/new-backend-files.txt DESTINATION share/backplane/templates/PrivateUse1)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS backends/npu/new-backend-files.txt)
 install(FILES ${PROJECT_BINARY_DIR}/lib/backplane_build.json DESTINATION lib)
 install(EXPORT BackplaneTargets NAMESPACE Backplane:: DESTINATION ${_bp_cmake_dest})
 # The exported targets name the build tool by the name CMake files use.

@@ -20,7 +20,7 @@
 #                                    implements: read at build time (so the manifest lists
 #                                    them) but not shipped; load that plugin first
 #     [STABLE_ABI [TORCH_TARGET <major.minor>]]
-#                                    kernels on PyTorch's stable ABI (backplane/stable_kernel.h):
+#                                    kernels on PyTorch's stable ABI (backplane/plugin/stable_kernel.h):
 #                                    built against the headers and C shim of the torch in
 #                                    BACKPLANE_STABLE_TORCH_DIR (a torch package directory;
 #                                    default: the one this Backplane uses) with

@@ -1,5 +1,7 @@
 #include "aoti/input_layouts.h"
 
+#include "util/strings.h"
+
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/StringUtil.h>
@@ -18,13 +20,7 @@ constexpr const char* kEntry = "extra/backplane_inputs.txt";
 constexpr const char* kHeader = "backplane-inputs 1";
 constexpr int64_t kAlignment = 16;  // bytes; Inductor assumes the compile-time alignment
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using detail::split_nonempty;
 
 // The offset of the first byte that is not part of well-formed UTF-8, or npos: the Python
 // reader decodes the record strictly, and both readers must accept the same records.
@@ -56,7 +52,7 @@ int64_t to_int(const std::string& s) {
 }
 
 InputLayout parse_line(const std::string& line, size_t index) {
-  const auto words = split(line, ' ');
+  const auto words = split_nonempty(line, ' ');
   if (words.size() < 4 || words[0] != "input" || to_int(words[1]) != static_cast<int64_t>(index))
     throw std::invalid_argument(line);
   InputLayout layout;
@@ -67,12 +63,12 @@ InputLayout parse_line(const std::string& line, size_t index) {
   layout.is_tensor = true;
   layout.dtype = words[3];
   layout.device = words[4];
-  for (const auto& s : split(words[5].substr(6), ',')) {
+  for (const auto& s : split_nonempty(words[5].substr(6), ',')) {
     const size_t dots = s.find("..");
     layout.sizes.push_back(dots == std::string::npos ? DimRange{to_int(s), to_int(s)}
                                                      : DimRange{to_int(s.substr(0, dots)), to_int(s.substr(dots + 2))});
   }
-  for (const auto& d : split(words[6].substr(6), ',')) layout.order.push_back(to_int(d));
+  for (const auto& d : split_nonempty(words[6].substr(6), ',')) layout.order.push_back(to_int(d));
   std::vector<int64_t> sorted = layout.order, all(layout.sizes.size());
   std::sort(sorted.begin(), sorted.end());
   std::iota(all.begin(), all.end(), 0);
@@ -123,7 +119,7 @@ std::optional<std::vector<InputLayout>> read_input_layouts(const std::string& pa
     throw std::runtime_error(c10::str(package, ":", kEntry, ": expected UTF-8 text, found byte ", hex, " at offset ", at,
                                       " (line ", std::count(text.begin(), text.begin() + at, '\n') + 1, ")"));
   }
-  const auto lines = split(text, '\n');
+  const auto lines = split_nonempty(text, '\n');
   if (lines.empty() || lines[0] != kHeader)
     throw std::runtime_error(package + ":" + kEntry + ": expected the first line '" + kHeader + "'");
   std::vector<InputLayout> out;

@@ -2,7 +2,7 @@
 
 #include <backplane/loader.h>
 #include <backplane/registry.h>
-#include <backplane/vendor_ops.h>
+#include <backplane/plugin/vendor_ops.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/TensorOptions.h>

@@ -4,12 +4,12 @@
 // before it opens the plugin in a user's process. A plugin with its own ops names its
 // registry fragment (--registry, checked here, so a bad one fails the build with its
 // file:line) and the name the fragment has beside the plugin (--registry-name).
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 #include <backplane/loader.h>
-#include <backplane/manifest.h>
+#include "plugins/manifest.h"
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
-#include <backplane/vendor_ops.h>
+#include <backplane/plugin/vendor_ops.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

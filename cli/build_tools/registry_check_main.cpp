@@ -5,8 +5,8 @@
 // writes the op table the docs show (generated at build time, never committed). Run by
 // the build, which loads the core built from the same files: an error the core's own
 // parse meets is said by the core (registry()), the same way.
-#include <backplane/conformance_inputs.h>
-#include <backplane/reference_expr.h>
+#include "conformance/inputs.h"
+#include "formula/reference_expr.h"
 #include <backplane/registry.h>
 
 #include <ATen/ATen.h>

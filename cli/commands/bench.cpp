@@ -1,6 +1,6 @@
 // `backplane bench`: the benchmark engine (backplane_bench, Google Benchmark, beside this
 // command) with the selection flags translated; comparisons and plots are done by the
-// Python side (`python -m backplane bench`, backplane/bench.py), which this command runs
+// Python side (`python -m backplane bench`, python/backplane/bench/), which this command runs
 // for --compare, --compare-backends, --plot and --side-by-side.
 #include "cli.h"
 

@@ -2,7 +2,7 @@
 #include "cli.h"
 #include "plugin_probe.h"
 
-#include <backplane/json_writer.h>
+#include "c_api/json_writer.h"
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
 

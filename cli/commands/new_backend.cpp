@@ -4,12 +4,13 @@
 // registry op (a stub with the op's C++ signature, unregistered, so the backend starts with
 // every op "not implemented"), a README, a conformance test and a pyproject.toml for its
 // own wheel. With --stable-abi (CPU or CUDA) the kernels are written against PyTorch's
-// stable ABI (backplane/stable_kernel.h, from templates/new-backend/stable): mul is
+// stable ABI (backplane/plugin/stable_kernel.h, from templates/new-backend/stable): mul is
 // implemented as the worked example, and the plugin runs under torch X.Y and later.
-// For PrivateUse1 it also writes a running device: the npu plugin's device layer
-// (emulated driver, allocator, guard, streams, hooks, copies, CPU fallback, device
-// module and its device-level tests), renamed, from the template that ships with
-// Backplane (share/backplane/templates/PrivateUse1, which is backends/npu). The other
+// For PrivateUse1 it also writes a running device: the files of the npu plugin that
+// backends/npu/new-backend-files.txt lists (emulated driver, allocator, guard, streams,
+// hooks, copies, CPU fallback, device module and its device-level tests), renamed, from
+// the template that ships with Backplane (share/backplane/templates/PrivateUse1: those
+// files and the list). An npu file the list does not name never reaches a vendor. The other
 // files are written from cli/templates/new-backend (share/backplane/templates/new-backend):
 // each @KEY@ placeholder is replaced by its value, in one pass.
 #include "cli.h"
@@ -27,6 +28,8 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 // The source tree's templates, for a command run from its build directory (cli/CMakeLists.txt).
 #ifndef BACKPLANE_NPU_SOURCE_DIR
@@ -135,6 +138,18 @@ std::string read_file(const fs::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The device template's list of files to copy (kDeviceFileList): one path a line, '#'
+// comments and blank lines aside.
+constexpr const char* kDeviceFileList = "new-backend-files.txt";
+
+std::vector<std::string> device_template_files(const fs::path& dir) {
+  std::vector<std::string> files;
+  std::istringstream lines(read_file(dir / kDeviceFileList));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] != '#') files.push_back(line);
+  return files;
 }
 
 using Values = std::map<std::string, std::string>;
@@ -315,7 +330,7 @@ int new_backend_command(const Options& options) {
   }
   std::optional<fs::path> device_template;
   if (key == "PrivateUse1") {
-    device_template = find_template("PrivateUse1", BACKPLANE_NPU_SOURCE_DIR, "runtime");
+    device_template = find_template("PrivateUse1", BACKPLANE_NPU_SOURCE_DIR, kDeviceFileList);
     if (!device_template) {
       std::cerr << "backplane new-backend: the PrivateUse1 template (share/backplane/templates/PrivateUse1) was not "
                    "found beside this command; reinstall Backplane\n";
@@ -362,14 +377,11 @@ int new_backend_command(const Options& options) {
   emit("README.md", from_template(*templates, "README.md.in", readme));
   emit("pyproject.toml", from_template(*templates, "pyproject.toml.in", project));
   if (device_template) {
-    // The device layer, renamed; the template's kernels are replaced by the stubs below.
-    for (const auto& entry : fs::recursive_directory_iterator(*device_template)) {
-      if (!entry.is_regular_file()) continue;
-      const std::string rel = fs::relative(entry.path(), *device_template).generic_string();
-      if (rel.rfind("kernels/", 0) == 0 || rel == "CMakeLists.txt" || rel == "README.md" ||
-          rel.find("__pycache__") != std::string::npos)
-        continue;
-      emit(rename_device(rel, name), rename_device(read_file(entry.path()), name));
+    // The listed device files, renamed; kernels come from the stubs below.
+    for (const std::string& rel : device_template_files(*device_template)) {
+      if (!fs::is_regular_file(*device_template / rel))
+        throw std::runtime_error("the template " + (*device_template / rel).string() + " is missing; reinstall Backplane");
+      emit(rename_device(rel, name), rename_device(read_file(*device_template / rel), name));
     }
   } else {
     emit(fs::path("python") / ("backplane_" + name) / "__init__.py", from_template(*templates, "package_init.py.in", values));

@@ -3,7 +3,7 @@
 #include "cli.h"
 
 #include <backplane/conformance.h>
-#include <backplane/json_writer.h>
+#include "c_api/json_writer.h"
 #include <backplane/registry.h>
 #include <backplane/selection.h>
 

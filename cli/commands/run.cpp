@@ -14,7 +14,7 @@
 #include "aoti/reference_file.h"
 #include "cli.h"
 
-#include <backplane/json_writer.h>
+#include "c_api/json_writer.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>

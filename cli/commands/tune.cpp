@@ -1,5 +1,5 @@
 // `backplane tune`: times each plugin serving an op on one device and writes a selection
-// file (python/backplane/tuning.py, the Python side, which runs the benchmark engine).
+// file (python/backplane/bench/tune.py, the Python side, which runs the benchmark engine).
 #include "cli.h"
 
 #include <string>

@@ -3,7 +3,7 @@
 // missing here (cuda on a CPU-only machine) is skipped with the reason, and so is an
 // op the backend does not implement ("not implemented on BACKEND").
 #include <backplane/conformance.h>
-#include <backplane/conformance_inputs.h>
+#include "conformance/inputs.h"
 #include <backplane/loader.h>
 #include <backplane/registry.h>
 #include <backplane/selection.h>

@@ -1,7 +1,7 @@
 // The plugin loader. Each test runs in its own process (gtest_discover_tests), since
 // a loaded plugin stays loaded.
 #include <backplane/loader.h>
-#include <backplane/manifest.h>
+#include "plugins/manifest.h"
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
 #include <backplane/selection.h>

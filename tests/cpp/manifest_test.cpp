@@ -1,5 +1,5 @@
 // Plugin manifests: the build writes them, the loader reads them before dlopen.
-#include <backplane/manifest.h>
+#include "plugins/manifest.h"
 #include <backplane/registry.h>
 #include <backplane/plugin_abi.h>
 

@@ -1,7 +1,7 @@
 // The npu device from C++ alone (libtorch + the plugin, no Python): what a C++
 // deployment sees. Loaded through the loader like any backend.
 #include <backplane/loader.h>
-#include <backplane/manifest.h>
+#include "plugins/manifest.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -1,6 +1,6 @@
 // The registry parser: the shipped registry, and every error a registry author can
 // make, each with its file:line:column and message.
-#include <backplane/reference_expr.h>
+#include "formula/reference_expr.h"
 #include <backplane/registry.h>
 
 #include "registry_yaml.h"

@@ -3,9 +3,9 @@
 // the interface the loader hands over. What a plugin built against version 1 sends, and
 // kernels whose declared outputs or parameter kinds differ from the op's schema, must be
 // refused before anything registers, each naming what was expected and what was found.
-// (cpu_stable, tests/python/test_stable_abi.py, covers the kernels that are accepted.)
+// (cpu_stable, tests/python/plugins/test_stable_abi.py, covers the kernels that are accepted.)
 #include <backplane/loader.h>
-#include <backplane/stable_api.h>
+#include <backplane/plugin/stable_api.h>
 
 #include <gtest/gtest.h>
 

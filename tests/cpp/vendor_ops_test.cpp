@@ -1,8 +1,8 @@
 // Plugins' own ops (vendor_ops.h) without a plugin: fragments parsed, checked against
 // the core registry and each other, defined in PyTorch, and seen by all_ops(). Each
 // error names its file:line:column, and a redefinition names the other definition too.
-#include <backplane/op_contract.h>
-#include <backplane/vendor_ops.h>
+#include <backplane/plugin/op_contract.h>
+#include <backplane/plugin/vendor_ops.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>

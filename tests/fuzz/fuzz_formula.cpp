@@ -2,7 +2,7 @@
 // FormulaError, and a formula that parses must check against the dispatcher's schemas or
 // raise FormulaError; a crash, hang, sanitizer report or other exception is a finding.
 // Formulas are not evaluated: a fuzzed call could ask aten for a tensor of any size.
-#include <backplane/reference_expr.h>
+#include "formula/reference_expr.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // libFuzzer: plugin manifests. read_manifest takes a path (the loader reads files),
 // so each input is written to one scratch file. Only std::runtime_error may come out.
-#include <backplane/manifest.h>
+#include "plugins/manifest.h"
 
 #include "scratch_file.h"
 

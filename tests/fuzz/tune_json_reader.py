@@ -1,6 +1,6 @@
 """Fuzzes tune's JSON reader, which is Python (so not a libFuzzer harness): seeded random
 mutations of a valid engine JSON, each written to a file and read as `tune --from-json`
-and `bench --input` read one: bench.load, tuning.decide, the selection file's text (it must
+and `bench --input` read one: bench.load, tune.decide, the selection file's text (it must
 encode as UTF-8), and the bench views. An input must be read, or refused with the
 reader's own error (a ValueError whose message starts with the file's name); any other
 exception is a finding. Deterministic for a seed, bounded by --count and --seconds.
@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
 import backplane  # noqa: E402
-from backplane import bench, tuning  # noqa: E402
+from backplane import bench  # noqa: E402
+from backplane.bench import tune  # noqa: E402
 
 BACKENDS = ["a", "b"]
 
@@ -157,9 +158,9 @@ def read_as_tune_and_bench_do(path: Path, ops) -> bool:
         if not str(e).startswith(f"{path}: "):
             raise AssertionError(f"a ValueError that is not the reader's own (it names no file): {e}") from e
         return False
-    decision = tuning.decide(results, ops, BACKENDS)
-    made_by = tuning.made_by(["--from-json", str(path)], results.get("context", {}))
-    tuning.selection_yaml(decision.entries, made_by, decision.left_out).encode("utf-8")
+    decision = tune.decide(results, ops, BACKENDS)
+    made_by = tune.made_by(["--from-json", str(path)], results.get("context", {}))
+    tune.selection_yaml(decision.entries, made_by, decision.left_out).encode("utf-8")
     for view in (bench.format_table, bench.markdown, bench.side_by_side):
         view(results)
     bench.compare(results, results)

@@ -77,6 +77,19 @@ BACKPLANE_API std::vector<std::string> plugin_search_path(const LoadOptions& opt
 // library. Names with '/' or '..' are refused.
 BACKPLANE_API bool is_valid_backend_name(const std::string& name);
 
+// A backend list as --backends or BACKPLANE_BACKENDS gives it: names separated by ','
+// ("cpu,cuda"), each trimmed of spaces and tabs; "none" alone is {"none"}, loading none.
+// The names themselves are checked by load(). Throws std::invalid_argument for a list
+// naming nothing, an empty entry ("cpu,,cuda") or "none" beside names; the message
+// starts with `what` ("--backends 'v'") and ends its hint with `unset` ("" or, say,
+// "; unset it to load every plugin found"). The one parser of such lists: the CLI, the
+// bench and Python (through the C interface) all read them here.
+BACKPLANE_API std::vector<std::string> backend_names(const std::string& value, const std::string& what,
+                                                     const std::string& unset = "");
+// backend_names for BACKPLANE_BACKENDS's value, with the variable's message (unset, every
+// plugin found loads): what the `backplane` command and `import backplane` read.
+BACKPLANE_API std::vector<std::string> backend_names_from_environment(const std::string& value);
+
 namespace detail {
 // Calls an opened stable-ABI plugin's backplane_stable_plugin_init with the core's
 // interface (stable_api.h): its kernels register through the core. The loader does it

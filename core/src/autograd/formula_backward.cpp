@@ -1,6 +1,6 @@
 #include "autograd/formula_backward.h"
 
-#include "registry/formula_node.h"
+#include "formula/formula_node.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/grad_mode.h>

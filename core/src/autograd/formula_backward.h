@@ -16,7 +16,7 @@
 // an error naming it, never a silent zero.
 #pragma once
 
-#include <backplane/reference_expr.h>
+#include "formula/reference_expr.h"
 #include <backplane/registry.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -13,7 +13,7 @@
 // that does not).
 #pragma once
 
-#include <backplane/reference_expr.h>
+#include "formula/reference_expr.h"
 #include <backplane/registry.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>

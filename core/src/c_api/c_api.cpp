@@ -4,14 +4,18 @@
 // message) that the caller frees with backplane_c_free. Status 0: JSON; 1: a backend
 // error; 2: an internal error; 3: bad input from the caller (a preference, an op name).
 #include <backplane/conformance.h>
-#include <backplane/coverage.h>
+#include "conformance/coverage.h"
 #include <backplane/loader.h>
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
 #include <backplane/selection.h>
 #include <backplane/selection_file.h>
 
-#include <backplane/json_writer.h>
+#include "c_api/json_writer.h"
+
+#include "util/strings.h"
+
+#include "c_api/c_status.h"
 
 #include <c10/util/Exception.h>
 
@@ -24,12 +28,6 @@
 
 namespace backplane {
 namespace {
-
-char* give(const std::string& text) {
-  char* out = static_cast<char*>(std::malloc(text.size() + 1));
-  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
-  return out;
-}
 
 
 std::string records_json(const std::vector<BackendRecord>& records) {
@@ -177,50 +175,9 @@ struct CollectWarnings : c10::WarningHandler {
   void process(const c10::Warning& warning) override { messages.push_back(warning.msg()); }
 };
 
-template <typename Fn>
-int guarded(char** out, Fn&& fn) {
-  try {
-    *out = give(fn());
-    return 0;
-  } catch (const BackendError& e) {
-    *out = give(e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    *out = give(std::string("internal error: ") + e.what());
-    return 2;
-  }
-}
-
-// For the entry points that take a caller's text (preferences, check's ops): a bad one is
-// status 3, which Python raises as ValueError, not an internal error.
-template <typename Fn>
-int guarded_input(char** out, Fn&& fn) {
-  std::optional<std::string> bad;
-  const int status = guarded(out, [&]() -> std::string {
-    try {
-      return fn();
-    } catch (const std::invalid_argument& e) {
-      bad = e.what();
-      return "";
-    }
-  });
-  if (!bad) return status;
-  std::free(*out);
-  *out = give(*bad);
-  return 3;
-}
-
-// A comma list as written: "a,,b" keeps its empty entry for the checks to name.
+// A comma list as written: "a,,b" keeps its empty entry for the checks to name; "" is none.
 std::vector<std::string> comma_list(const std::string& text) {
-  std::vector<std::string> out;
-  if (text.empty()) return out;
-  std::string::size_type start = 0;
-  for (auto comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
-    out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  out.push_back(text.substr(start));
-  return out;
+  return text.empty() ? std::vector<std::string>{} : detail::split(text, ',');
 }
 
 std::string known_ops() {
@@ -365,6 +322,21 @@ __attribute__((visibility("default"))) int backplane_c_check(const char* backend
                          .done());
     return backplane::json::array(rows);
   });
+}
+
+// BACKPLANE_BACKENDS's value as backend names (backend_names_from_environment in
+// loader.h): *out is a JSON list, ["none"] for "none"; 3: a value the rule refuses, with
+// the message the `backplane` command gives.
+__attribute__((visibility("default"))) int backplane_c_environment_backends(const char* value, char** out) {
+  return backplane::guarded_input(out, [&] {
+    return backplane::json::list(backplane::backend_names_from_environment(value));
+  });
+}
+
+// A --backends value as backend names (backend_names in loader.h), its messages naming
+// `what` ("--backends"); as backplane_c_environment_backends otherwise.
+__attribute__((visibility("default"))) int backplane_c_backend_names(const char* value, const char* what, char** out) {
+  return backplane::guarded_input(out, [&] { return backplane::json::list(backplane::backend_names(value, what)); });
 }
 
 __attribute__((visibility("default"))) void backplane_c_free(char* text) { std::free(text); }

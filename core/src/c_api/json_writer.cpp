@@ -1,4 +1,4 @@
-#include <backplane/json_writer.h>
+#include "c_api/json_writer.h"
 
 #include <cstdio>
 

@@ -5,8 +5,8 @@
 // ops that write: written in place, and nothing outside the written view changed.
 #include "conformance/cases.h"
 
-#include <backplane/conformance_inputs.h>
-#include <backplane/reference_expr.h>
+#include "conformance/inputs.h"
+#include "formula/reference_expr.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

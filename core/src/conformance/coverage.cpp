@@ -1,4 +1,4 @@
-#include <backplane/coverage.h>
+#include "conformance/coverage.h"
 #include <backplane/registry.h>
 
 #include <algorithm>

@@ -21,10 +21,10 @@
 // differentiated through that op's formula, which that op's own gradient cases check.
 #include "conformance/gradient_cases.h"
 
-#include "registry/formula_node.h"
+#include "formula/formula_node.h"
 
-#include <backplane/conformance_inputs.h>
-#include <backplane/reference_expr.h>
+#include "conformance/inputs.h"
+#include "formula/reference_expr.h"
 
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/GradMode.h>

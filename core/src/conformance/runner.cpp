@@ -5,7 +5,7 @@
 
 #include "conformance/cases.h"
 #include "conformance/gradient_cases.h"
-#include <backplane/conformance_inputs.h>
+#include "conformance/inputs.h"
 
 #include <c10/core/DispatchKey.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>

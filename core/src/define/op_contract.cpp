@@ -1,4 +1,4 @@
-#include <backplane/op_contract.h>
+#include <backplane/plugin/op_contract.h>
 
 #include "define/memory_overlap.h"
 #include "define/shape_rules/shape_rules.h"

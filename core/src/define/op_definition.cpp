@@ -1,6 +1,6 @@
 #include "define/op_definition.h"
 
-#include <backplane/op_contract.h>
+#include <backplane/plugin/op_contract.h>
 
 #include "autocast/autocast_kernel.h"
 #include "autograd/autograd_kernel.h"

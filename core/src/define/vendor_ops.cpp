@@ -1,9 +1,9 @@
 // Plugins' own ops: the contract in vendor_ops.h. Also all_ops() and find_op_def(), which
 // see the core registry and every fragment defined so far.
-#include <backplane/vendor_ops.h>
+#include <backplane/plugin/vendor_ops.h>
 
 #include "define/op_definition.h"
-#include "plugins/posix_files.h"
+#include "util/posix_files.h"
 #include "registry/yaml_location.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -1,7 +1,7 @@
-#include <backplane/manifest.h>
+#include "plugins/manifest.h"
 #include <backplane/plugin_abi.h>
 
-#include "plugins/posix_files.h"
+#include "util/posix_files.h"
 #include "registry/yaml_strict.h"
 
 #include <yaml-cpp/yaml.h>

@@ -2,6 +2,10 @@
 // plugin it is opening, and what it learns back. Internal to the core.
 #pragma once
 
+#include <backplane/registry.h>
+
+#include <c10/core/DispatchKey.h>
+
 #include <string>
 #include <vector>
 
@@ -26,6 +30,15 @@ class LoadingScope {
  private:
   LoadingPlugin* previous_;
 };
+
+// The plugin being opened on this thread; nullptr outside a LoadingScope (a library
+// opened by the manifest tool or torch.ops.load_library).
+LoadingPlugin* loading_plugin();
+
+// The manifest's side of a registration the plugin being opened makes through the core
+// (kernel.h): the op's definition when its manifest declares that op on that key; else
+// nullptr, with what it did recorded in plugin.violations (the registration is refused).
+const OpDef* admit_registration(LoadingPlugin& plugin, const char* name, c10::DispatchKey key);
 
 // After a plugin's dlopen: installs the selecting kernel for every (op, key) that now
 // has offers from two plugins, and warns once about each such conflict that no

@@ -4,7 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include "plugins/posix_files.h"
+#include "util/posix_files.h"
 
 namespace backplane {
 

@@ -3,27 +3,13 @@
 
 #include "plugins/plugin_loading.h"
 #include "plugins/preference_spec.h"
+#include "util/strings.h"
 
 #include <algorithm>
 #include <cctype>
-#include <sstream>
 #include <stdexcept>
 
 namespace backplane::detail {
-namespace {
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-}  // namespace
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ",") + name;
-  return out;
-}
 
 bool is_plugin_op_name(const std::string& op) {
   auto identifier = [](const std::string& s) {
@@ -51,8 +37,7 @@ std::string check_preference(const std::string& op, const std::vector<std::strin
 
 std::map<std::string, std::vector<std::string>> parse_spec(const std::string& spec) {
   std::map<std::string, std::vector<std::string>> out;
-  std::stringstream parts(spec);
-  for (std::string part; std::getline(parts, part, ';');) {
+  for (std::string part : split(spec, ';')) {
     part = trim(part);
     if (part.empty()) continue;
     const auto colon = part.rfind(':');  // ops may hold "::" (a plugin's own: acme::fused_gelu); plugins never do
@@ -60,8 +45,7 @@ std::map<std::string, std::vector<std::string>> parse_spec(const std::string& sp
       throw std::invalid_argument("preference '" + part + "': expected op:plugin[,plugin...], e.g. rms_norm:cuda_alt");
     const std::string op = trim(part.substr(0, colon));
     std::vector<std::string> plugins;
-    std::stringstream names(part.substr(colon + 1));
-    for (std::string name; std::getline(names, name, ',');)
+    for (const std::string& name : split(part.substr(colon + 1), ','))
       if (!trim(name).empty()) plugins.push_back(trim(name));
     const std::string id = check_preference(op, plugins, "preference '" + part + "'");
     if (plugins.empty()) throw std::invalid_argument("preference '" + part + "' names no plugin");
@@ -73,8 +57,7 @@ std::map<std::string, std::vector<std::string>> parse_spec(const std::string& sp
 std::string to_spec(const std::map<std::string, std::vector<std::string>>& prefs) {
   std::string out;
   for (const auto& [op, plugins] : prefs) {
-    out += (out.empty() ? "" : ";") + op + ":";
-    for (size_t i = 0; i < plugins.size(); ++i) out += (i ? "," : "") + plugins[i];
+    out += (out.empty() ? "" : ";") + op + ":" + join(plugins, ",");
   }
   return out;
 }

@@ -9,9 +9,6 @@
 
 namespace backplane::detail {
 
-// "a,b,c".
-std::string join(const std::vector<std::string>& names);
-
 // "acme::fused_gelu": two identifiers.
 bool is_plugin_op_name(const std::string& op);
 

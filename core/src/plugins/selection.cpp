@@ -1,11 +1,13 @@
 // Per-op plugin selection: the contract in selection.h.
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 #include <backplane/loader.h>
 #include <backplane/selection.h>
 #include <backplane/selection_file.h>
 
 #include "plugins/plugin_loading.h"
 #include "plugins/preference_spec.h"
+#include "plugins/selection_slot.h"
+#include "util/strings.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -26,80 +28,21 @@ namespace backplane {
 namespace {
 
 using detail::check_preference;
+using detail::choose;
+using detail::FileRules;
+using detail::HeldPreference;
+using detail::HeldPreferences;
+using detail::Offer;
+using detail::Selector;
+using detail::Slot;
 using detail::is_plugin_op_name;
 using detail::join;
 using detail::parse_spec;
 using detail::to_spec;
 
-struct Offer {
-  std::string plugin;
-  c10::KernelFunction kernel;
-};
 
-// What the selector calls: one kernel, or one per size bucket of a selection file
-// (ascending up_to; the last takes every larger call).
-struct Choice {
-  std::vector<std::pair<std::int64_t, const c10::KernelFunction*>> by_size;
-  bool operator==(const Choice&) const = default;
-};
 
-struct Slot {
-  std::string op;       // its id: "add", "acme::fused_gelu"
-  std::string ns, op_name;  // "acme", "fused_gelu"
-  c10::DispatchKey key;
-  std::list<Offer> offers;  // a list: `chosen` points into it
-  std::list<Offer> retired;  // offers of plugins that failed after dlopen (withdraw)
-  // Every distinct choice made so far, never freed: a selector on another thread may be
-  // reading the one `chosen` pointed at a moment ago. Distinct: a preference scope
-  // entered in a loop reuses the same few.
-  std::list<Choice> choices;
-  std::atomic<const Choice*> chosen{nullptr};
-  std::string serving, why;
-  std::vector<SizeBucket> buckets;  // a selection file's split, neighbours of one plugin merged; else empty
-  std::unique_ptr<torch::Library> selector;  // once two plugins offer this (op, key)
-  bool warned = false;
-};
 
-// The element count of the largest Tensor among the call's arguments (the top of the
-// stack): a selection file's size. Tensor lists count their largest element.
-std::int64_t call_size(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
-  const std::size_t args = std::min(op.schema().arguments().size(), stack.size());
-  std::int64_t largest = 0;
-  for (std::size_t i = stack.size() - args; i < stack.size(); ++i) {
-    const c10::IValue& v = stack[i];
-    if (v.isTensor()) {
-      largest = std::max(largest, v.toTensor().numel());
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorList().vec()) largest = std::max(largest, t.numel());
-    }
-  }
-  return largest;
-}
-
-// The kernel the dispatcher reaches for an (op, key) two plugins offer: calls the
-// chosen plugin's kernel, by the call's size where a selection file splits it.
-class Selector final : public c10::OperatorKernel {
- public:
-  explicit Selector(const Slot* slot) : slot_(slot) {}
-  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
-    const Choice* choice = slot_->chosen.load(std::memory_order_acquire);
-    const c10::KernelFunction* kernel = choice->by_size.back().second;
-    if (choice->by_size.size() > 1) {
-      const std::int64_t size = call_size(op, *stack);
-      for (const auto& [up_to, k] : choice->by_size)
-        if (size <= up_to) {
-          kernel = k;
-          break;
-        }
-    }
-    kernel->callBoxed(op, keys, stack);
-  }
-
- private:
-  const Slot* slot_;
-};
-
-thread_local detail::LoadingPlugin* loading = nullptr;
 std::atomic<std::size_t> registrations{0};
 
 class Selection {
@@ -113,28 +56,15 @@ class Selection {
              torch::CppFunction&& direct) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     ++registrations;
-    detail::LoadingPlugin* plugin = loading;
+    detail::LoadingPlugin* plugin = detail::loading_plugin();
     if (plugin == nullptr) {  // opened outside the loader (the manifest tool, torch.ops.load_library)
       m.impl(name, std::move(direct));
       return;
     }
-    const OpDef* def = find_op_def(name);
-    if (def == nullptr) {  // a vendor op whose fragment was never defined
-      plugin->violations.push_back("registers " + std::string(name) +
-                                   ", which neither the registry nor its manifest's registry fragment defines");
-      return;
-    }
+    const OpDef* def = detail::admit_registration(*plugin, name, key);  // the manifest's contract
+    if (def == nullptr) return;
     const std::string op = def->id(), qualified = def->qualified_name();
     const std::string key_name = c10::toString(key);
-    if (key_name != plugin->dispatch_key) {
-      plugin->violations.push_back("registers " + qualified + " for " + key_name +
-                                   ", but its manifest declares dispatch key " + plugin->dispatch_key);
-      return;
-    }
-    if (std::find(plugin->ops.begin(), plugin->ops.end(), op) == plugin->ops.end()) {
-      plugin->violations.push_back("registers " + qualified + ", which its manifest does not list");
-      return;
-    }
     auto existing = slots_.find({op, key});
     if (existing == slots_.end()) {
       auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(qualified, ""));
@@ -156,7 +86,7 @@ class Selection {
     }
     slot->offers.push_back({plugin->name, std::move(kernel)});
     if (slot->offers.size() == 1) m.impl(def->name.c_str(), std::move(direct));  // the only offer: no selector in the way
-    choose(*slot);
+    choose(*slot, prefs_, file_rules_, file_path_);
   }
 
   void after_load(const std::string& plugin) {
@@ -173,7 +103,7 @@ class Selection {
     }
     for (auto& [_, slot] : slots_) {
       if (slot->offers.empty()) continue;
-      choose(*slot);
+      choose(*slot, prefs_, file_rules_, file_path_);
       if (slot->offers.size() > 1 && slot->why == "loaded first" && !slot->warned) {
         slot->warned = true;
         TORCH_WARN("backplane: ", slot->op, " on ", c10::toString(slot->key), " is offered by ", offered_by(*slot),
@@ -194,7 +124,7 @@ class Selection {
         if (it->plugin == plugin) slot->retired.splice(slot->retired.end(), slot->offers, it);
         it = next;
       }
-      if (!slot->offers.empty()) choose(*slot);
+      if (!slot->offers.empty()) choose(*slot, prefs_, file_rules_, file_path_);
     }
   }
 
@@ -212,7 +142,7 @@ class Selection {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     for (auto it = prefs_.begin(); it != prefs_.end(); ++it) {
       auto& held = it->second;
-      auto found = std::find_if(held.begin(), held.end(), [&](const Held& h) { return h.token == token; });
+      auto found = std::find_if(held.begin(), held.end(), [&](const HeldPreference& h) { return h.token == token; });
       if (found == held.end()) continue;
       if (withdraw)
         held.erase(found);
@@ -277,12 +207,6 @@ class Selection {
     }
   };
 
-  static std::string joined(const std::vector<std::string>& items, const char* sep) {
-    std::string out;
-    for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
-    return out;
-  }
-
   static std::string offered_by(const Slot& slot) {
     std::string out;
     for (const auto& o : slot.offers) out += (out.empty() ? "'" : ", '") + o.plugin + "'";
@@ -307,120 +231,42 @@ class Selection {
           not_offering.push_back(where);  // loaded, and has no kernel for this op on this key
       }
     if ((unloaded.empty() && not_offering.empty()) || (!strict && loaded_.empty())) return;
-    const std::string loaded = loaded_.empty() ? "none" : joined(loaded_, ", ");
+    const std::string loaded = loaded_.empty() ? "none" : join(loaded_, ", ");
     std::string what = path + ":";
-    if (!unloaded.empty()) what += " names plugins that are not loaded (loaded: " + loaded + "): " + joined(unloaded, "; ");
+    if (!unloaded.empty()) what += " names plugins that are not loaded (loaded: " + loaded + "): " + join(unloaded, "; ");
     if (!not_offering.empty())
       what += std::string(unloaded.empty() ? "" : ";") + " names loaded plugins that serve no kernel for that op there: " +
-              joined(not_offering, "; ");
+              join(not_offering, "; ");
     if (strict)
       throw std::invalid_argument(what + " (strict: every plugin a selection file names must be loaded and serve the op)");
     TORCH_WARN("backplane: selection file ", what, "; calls of those sizes go to the plugin serving without the file");
   }
 
-  // Whether `plugin` offered a kernel for op on the key named `key_name` ("CPU").
+  // Whether `plugin` offered a kernel for op on the key named `key_name` ("CPU"; a name
+  // this torch does not know has no offers).
   bool offers(const std::string& op, const std::string& key_name, const std::string& plugin) const {
-    for (const auto& [where, slot] : slots_)
-      if (where.first == op && c10::toString(where.second) == key_name)
-        return std::any_of(slot->offers.begin(), slot->offers.end(), [&](const Offer& o) { return o.plugin == plugin; });
-    return false;
+    c10::DispatchKey key;
+    try {
+      key = c10::parseDispatchKey(key_name);
+    } catch (const std::exception&) {
+      return false;
+    }
+    auto slot = slots_.find({op, key});
+    return slot != slots_.end() && std::any_of(slot->second->offers.begin(), slot->second->offers.end(),
+                                               [&](const Offer& o) { return o.plugin == plugin; });
   }
 
   void choose_all() {
     for (auto& [_, slot] : slots_)
-      if (!slot->offers.empty()) choose(*slot);
+      if (!slot->offers.empty()) choose(*slot, prefs_, file_rules_, file_path_);
   }
 
-  // Without a selection file: the op's own preference, then the one for every op ("*"),
-  // then the plugin loaded first. A selection file's rule sits between the first two.
-  void choose(Slot& slot) {
-    auto offer_of = [&](const std::string& name) -> const Offer* {
-      for (const auto& o : slot.offers)
-        if (o.plugin == name) return &o;
-      return nullptr;
-    };
-    auto pick = [&](const std::string& list_key) -> const Offer* {
-      auto it = prefs_.find(list_key);
-      if (it == prefs_.end()) return nullptr;
-      for (const auto& name : it->second.back().plugins)
-        if (const Offer* o = offer_of(name)) return o;
-      return nullptr;
-    };
-    const Offer* own = pick(slot.op);
-    const Offer* fallback = own;
-    std::string fallback_why = "preferred for " + slot.op;
-    if (!fallback) {
-      fallback = pick("*");
-      fallback_why = "preferred for every op (*)";
-    }
-    if (!fallback) {
-      fallback = &slot.offers.front();
-      fallback_why = slot.offers.size() == 1 ? "only offer" : "loaded first";
-    }
-    Choice choice;
-    slot.buckets.clear();
-    const auto rule = own ? file_rules_.end() : file_rules_.find({slot.op, c10::toString(slot.key)});
-    if (rule == file_rules_.end()) {
-      choice.by_size = {{std::numeric_limits<std::int64_t>::max(), &fallback->kernel}};
-      slot.serving = fallback->plugin;
-      slot.why = fallback_why;
-    } else {
-      slot.why = "selection file " + file_path_;
-      std::int64_t from = 0;
-      for (std::size_t i = 0; i < rule->second.size(); ++i) {
-        const SizeBucket& bucket = rule->second[i];
-        const Offer* offer = offer_of(bucket.plugin);
-        const bool last = i + 1 == rule->second.size();
-        slot.why += (i ? "; bucket " : ", bucket ") + std::to_string(i + 1) + " (" +
-                    (last ? (i ? "more than " + std::to_string(from - 1) : std::string("every size"))
-                          : std::to_string(from) + " to " + std::to_string(bucket.up_to)) +
-                    " elements): " + (offer ? offer->plugin : fallback->plugin);
-        if (!offer) {
-          offer = fallback;
-          slot.why += " ('" + bucket.plugin + "' does not serve it here; " + fallback_why + ")";
-        }
-        // Neighbouring buckets of one plugin are one range to the selector.
-        if (!choice.by_size.empty() && choice.by_size.back().second == &offer->kernel) {
-          choice.by_size.back().first = bucket.up_to;
-          slot.buckets.back().up_to = bucket.up_to;
-        } else {
-          choice.by_size.push_back({bucket.up_to, &offer->kernel});
-          slot.buckets.push_back({bucket.up_to, offer->plugin});
-        }
-        if (!last) from = bucket.up_to + 1;  // the last bucket's up_to is the largest int64
-      }
-      slot.serving = bucketed_serving(slot.buckets);
-      if (slot.buckets.size() == 1) slot.buckets.clear();  // one plugin for every size: no split to report
-    }
-    auto found = std::find(slot.choices.begin(), slot.choices.end(), choice);
-    if (found == slot.choices.end()) found = slot.choices.insert(slot.choices.end(), std::move(choice));
-    slot.chosen.store(&*found, std::memory_order_release);
-  }
-
-  // "cpu_alt<=65536,cpu": each plugin with the largest size it takes; no spaces, so a
-  // package's record (op dispatch_key plugin) keeps one word for it.
-  static std::string bucketed_serving(const std::vector<SizeBucket>& buckets) {
-    std::string out;
-    for (std::size_t i = 0; i < buckets.size(); ++i) {
-      out += (i ? "," : "") + buckets[i].plugin;
-      if (i + 1 < buckets.size()) out += "<=" + std::to_string(buckets[i].up_to);
-    }
-    return out;
-  }
 
   std::recursive_mutex mutex_;
   std::map<std::pair<std::string, c10::DispatchKey>, std::unique_ptr<Slot>> slots_;
-  // One preference for an op: a hold's, or one set for good. Empty plugins: none.
-  struct Held {
-    std::uint64_t token;
-    std::vector<std::string> plugins;
-  };
-  // Per op id ("*": every op), oldest first; the last is in force. Holds end in any order
-  // (scopes on several threads), so each is found by its token, not by its place.
-  std::map<std::string, std::vector<Held>> prefs_;
+  HeldPreferences prefs_;
   std::uint64_t next_token_ = 1;
-  // The selection file in force (selection_file.h): (op id, dispatch key) -> buckets.
-  std::map<std::pair<std::string, std::string>, std::vector<SizeBucket>> file_rules_;
+  FileRules file_rules_;
   std::string file_path_;
   std::vector<std::string> loaded_;  // plugins loaded (after_load), in load order
 };
@@ -471,9 +317,6 @@ void offer_kernel(torch::Library& m, const char* op, c10::DispatchKey key, c10::
 
 std::size_t core_registrations() { return registrations.load(); }
 
-LoadingScope::LoadingScope(LoadingPlugin* plugin) : previous_(loading) { loading = plugin; }
-LoadingScope::~LoadingScope() { loading = previous_; }
-
 void after_plugin_loaded(const std::string& plugin) { Selection::get().after_load(plugin); }
 
 void withdraw_offers(const std::string& plugin) { Selection::get().withdraw(plugin); }
@@ -481,7 +324,7 @@ void withdraw_offers(const std::string& plugin) { Selection::get().withdraw(plug
 }  // namespace detail
 
 std::uint64_t hold_preference(const std::string& op, const std::vector<std::string>& plugins) {
-  return Selection::get().hold(check_preference(op, plugins, "preference '" + op + ":" + join(plugins) + "'"), plugins);
+  return Selection::get().hold(check_preference(op, plugins, "preference '" + op + ":" + join(plugins, ",") + "'"), plugins);
 }
 
 void release_preference(std::uint64_t token, bool withdraw) { Selection::get().release(token, withdraw); }

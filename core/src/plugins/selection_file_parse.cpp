@@ -5,7 +5,7 @@
 #include <backplane/selection_file.h>
 
 #include "plugins/plugin_loading.h"
-#include "plugins/posix_files.h"
+#include "util/posix_files.h"
 #include "registry/yaml_location.h"
 #include "registry/yaml_strict.h"
 

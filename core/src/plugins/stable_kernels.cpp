@@ -3,11 +3,11 @@
 // the plugin's C function with [outputs..., arguments...] as stable values. It is offered
 // through detail::offer_kernel, so the loader checks it against the plugin's manifest and
 // the core's per-op selection (selection.h) can choose between it and another plugin's.
-#include <backplane/kernel.h>
-#include <backplane/manifest.h>
-#include <backplane/op_contract.h>
+#include <backplane/plugin/kernel.h>
+#include "plugins/manifest.h"
+#include <backplane/plugin/op_contract.h>
 #include <backplane/plugin_abi.h>
-#include <backplane/stable_api.h>
+#include <backplane/plugin/stable_api.h>
 
 #include "plugins/stable_kernels.h"
 
@@ -286,7 +286,7 @@ std::optional<std::string> init_stable_plugin(void* handle) {
   auto init = reinterpret_cast<BackplaneStablePluginInit>(dlsym(handle, BACKPLANE_STABLE_PLUGIN_INIT));
   if (init == nullptr)
     return std::string("its manifest says torch_abi: stable, and it exports no ") + BACKPLANE_STABLE_PLUGIN_INIT +
-           " (build its kernels with BACKPLANE_STABLE_KERNEL, backplane/stable_kernel.h)";
+           " (build its kernels with BACKPLANE_STABLE_KERNEL, backplane/plugin/stable_kernel.h)";
   if (const char* error = init(stable_api())) return std::string("its stable kernels were refused: ") + error;
   return std::nullopt;
 }

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <backplane/loader.h>
-#include <backplane/stable_api.h>
+#include <backplane/plugin/stable_api.h>
 
 namespace backplane::detail {
 

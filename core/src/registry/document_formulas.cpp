@@ -3,7 +3,7 @@
 #include "registry/op_parse.h"
 #include "registry/yaml_location.h"
 
-#include <backplane/reference_expr.h>
+#include "formula/reference_expr.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 

@@ -1,7 +1,6 @@
 #include "registry/op_checks_parse.h"
 
-#include <backplane/conformance_inputs.h>
-
+#include "registry/sample_layouts.h"
 #include "registry/yaml_location.h"
 
 #include <algorithm>

@@ -2,11 +2,12 @@
 // Every error names file:line:column and says what was expected and what was found.
 #include "registry/op_parse.h"
 
-#include "define/shape_rules/shape_rules.h"
+#include "registry/custom_shape_rules.h"
 #include "registry/op_checks_parse.h"
 #include "registry/reserved_names.h"
 #include "registry/sharding_parse.h"
 #include "registry/yaml_location.h"
+#include "util/strings.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 
@@ -16,12 +17,6 @@
 
 namespace backplane::detail {
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
 
 class OpParser {
  public:
@@ -76,7 +71,7 @@ class OpParser {
     for (const auto& entry : node_) {
       const std::string key = scalar(entry.first, "a key");
       if (reserved.count(key)) fail(entry.first, "key '" + key + "' is reserved for later work and not supported yet");
-      if (!known.count(key)) fail(entry.first, "unknown key '" + key + "'; expected one of: " + join({known.begin(), known.end()}));
+      if (!known.count(key)) fail(entry.first, "unknown key '" + key + "'; expected one of: " + join(known));
     }
   }
 

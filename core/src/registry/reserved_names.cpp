@@ -19,7 +19,7 @@ bool python_keyword(const std::string& name) {
 // Why a fragment may not use namespace `ns` (empty: it may). The dispatcher knows the
 // namespaces of PyTorch's C++ libraries only once they are loaded, and those its Python
 // modules define only once imported (quantized_decomposed), so PyTorch's are listed here
-// (tests/python/test_hardening_registry.py compares the list with this torch's);
+// (tests/python/hardening/test_hardening_registry.py compares the list with this torch's);
 // define/vendor_ops.cpp also asks the dispatcher, for every other library loaded.
 std::string reserved_namespace(const std::string& ns) {
   static const std::set<std::string> pytorch_own = {

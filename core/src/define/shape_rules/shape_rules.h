@@ -1,43 +1,17 @@
 // Hand-written shape rules that the registry names with {custom: name}: the escape
 // hatch for shapes the closed set of rules cannot say. Each checks the op's
 // arguments beyond dtype and device, and returns the output sizes. A rule is one file
-// in this folder that ends in BACKPLANE_SHAPE_RULE(name, fn): nothing else names it.
+// in this folder that ends in BACKPLANE_SHAPE_RULE(name, fn): nothing else names it
+// (the table of names is registry/custom_shape_rules.h, which the registry's readers check).
 #pragma once
 
-#include <backplane/registry.h>
+#include "registry/custom_shape_rules.h"
 
-#include <ATen/core/ivalue.h>
-#include <c10/core/SymInt.h>
-#include <c10/util/ArrayRef.h>
-
-#include <string>
-#include <vector>
+#include <ATen/core/Tensor.h>
 
 namespace backplane {
 
-// Sizes are symbolic: compare them with sym_* and expect_true, never by value, so
-// dynamic dimensions survive torch.export.
-using CustomShapeRule = std::vector<c10::SymInt> (*)(const OpDef& op, c10::ArrayRef<c10::IValue> args);
-
-// nullptr when core has no rule of that name.
-CustomShapeRule find_custom_shape_rule(const std::string& name);
-std::vector<std::string> custom_shape_rule_names();  // sorted
-
 // Whether a and b have the same sizes (symbolically: a dynamic dimension stays dynamic).
 bool same_sizes(const at::Tensor& a, const at::Tensor& b);
-
-namespace detail {
-// Adds `rule` under `name`. Two rules of one name stop the core as it loads, naming it.
-struct ShapeRuleRegistrar {
-  ShapeRuleRegistrar(const char* name, CustomShapeRule rule);
-};
-}  // namespace detail
-
-// Registers `fn` as the rule {custom: name}; written in namespace backplane at the foot of
-// the rule's own file. The registrars run before the core's other static initializers
-// (init_priority; GCC and clang): its TORCH_LIBRARY block parses the registry, which
-// looks the rules up, as the library loads.
-#define BACKPLANE_SHAPE_RULE(name, fn) \
-  static const ::backplane::detail::ShapeRuleRegistrar shape_rule_##name __attribute__((init_priority(101))) { #name, fn }
 
 }  // namespace backplane

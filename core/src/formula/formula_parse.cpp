@@ -1,5 +1,5 @@
-// The registry's formula grammar (backplane/reference_expr.h): text to a tree of Nodes.
-#include "registry/formula_node.h"
+// The registry's formula grammar (formula/reference_expr.h): text to a tree of Nodes.
+#include "formula/formula_node.h"
 
 #include <cctype>
 #include <charconv>

@@ -1,6 +1,6 @@
 // Checking a formula without running it: its names, ops, overloads and keywords against
 // a FormulaScope, and the types of the values it gives.
-#include "registry/formula_node.h"
+#include "formula/formula_node.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -32,7 +32,7 @@
 // manifest), with PyTorch's message naming both signatures.
 #pragma once
 
-#include <backplane/op_contract.h>
+#include <backplane/plugin/op_contract.h>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>

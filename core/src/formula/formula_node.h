@@ -1,9 +1,9 @@
-// The parsed form of a registry formula (backplane/reference_expr.h), shared by its
+// The parsed form of a registry formula (formula/reference_expr.h), shared by its
 // parser (formula_parse.cpp), its checker (formula_check.cpp) and its evaluator
 // (formula_evaluate.cpp).
 #pragma once
 
-#include <backplane/reference_expr.h>
+#include "formula/reference_expr.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

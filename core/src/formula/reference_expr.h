@@ -91,6 +91,8 @@ class BACKPLANE_API ReferenceExpr {
   std::vector<c10::TypePtr> check(const FormulaScope& scope) const;
 
   struct Node;
+  // The parsed tree (formula/formula_node.h), for the C API's backplane_c_formula_tree.
+  const Node& root() const { return *root_; }
 
  private:
   std::string text_;

@@ -2,7 +2,7 @@
 // later one (docs/shipping-a-plugin.md). The plugin's side of stable_api.h; it includes
 // only torch/csrc/stable, torch/headeronly and that C header, never libtorch's C++ API.
 //
-//   #include <backplane/stable_kernel.h>
+//   #include <backplane/plugin/stable_kernel.h>
 //   void mul(torch::stable::Tensor& out, const torch::stable::Tensor& a, const torch::stable::Tensor& b) {...}
 //   BACKPLANE_STABLE_KERNEL(CPU, mul, mul)
 //   BACKPLANE_STABLE_WRITING_KERNEL(CPU, scale_, scale)   // fn(torch::stable::Tensor& x, double s)
@@ -24,7 +24,7 @@
 // loader refuses an older torch, naming both.
 #pragma once
 
-#include <backplane/stable_api.h>
+#include <backplane/plugin/stable_api.h>
 
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/util/Exception.h>

@@ -1,4 +1,5 @@
-// The few file-system queries the loader needs, on plain POSIX calls.
+// The few file-system queries the core needs (the loader, the readers of manifests,
+// selection files and vendor fragments), on plain POSIX calls.
 //
 // Not std::filesystem: torch 2.11's libtorch.so exports its own copies of std::filesystem
 // functions, the dynamic linker binds a plugin host's calls to them, and on the GPU

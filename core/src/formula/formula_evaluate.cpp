@@ -1,6 +1,6 @@
 // Evaluating a formula: each call through the dispatcher, with the op's arguments bound
 // by name.
-#include "registry/formula_node.h"
+#include "formula/formula_node.h"
 
 #include <backplane/registry.h>
 

@@ -1,0 +1,96 @@
+"""The bench's stop rule and noise verdict, asked of their one owner, the engine's
+headers (bench/adaptive_stop.h, bench/noisy_copy.h), through lib/backplane_bench_rules.so
+(bench/rules_c_api.cpp), built beside the engine. Nothing here decides: the Python side
+(timing.py's sampling of torch.compile rows, noise.py's verdict on runs read back) asks.
+Limit: without the library (a build with BACKPLANE_BUILD_BENCH=OFF) these raise
+FileNotFoundError naming it; such a build has no engine to run either."""
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+
+from .._native import lib_dir
+
+LIBRARY = "backplane_bench_rules.so"
+
+
+class _CStopRule(ctypes.Structure):  # struct BackplaneBenchStopRule
+    _fields_ = [("min_seconds", ctypes.c_double), ("max_seconds", ctypes.c_double),
+                ("target_spread", ctypes.c_double), ("min_samples", ctypes.c_uint64)]
+
+
+@functools.cache
+def _library() -> ctypes.CDLL:
+    path = lib_dir() / LIBRARY
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the bench's rules are built with the engine "
+                                "(BACKPLANE_BUILD_BENCH=ON; `make build` does it)")
+    lib = ctypes.CDLL(str(path))
+    doubles, u64 = ctypes.POINTER(ctypes.c_double), ctypes.c_uint64
+    lib.backplane_bench_default_stop_rule.restype = _CStopRule
+    lib.backplane_bench_relative_spread.argtypes = [doubles, u64]
+    lib.backplane_bench_relative_spread.restype = ctypes.c_double
+    lib.backplane_bench_should_stop.argtypes = [doubles, u64, ctypes.c_double, ctypes.POINTER(_CStopRule)]
+    lib.backplane_bench_should_stop.restype = ctypes.c_int
+    lib.backplane_bench_noisy_copy_threshold.restype = ctypes.c_double
+    strings = ctypes.POINTER(ctypes.c_char_p)
+    lib.backplane_bench_noisy_copy_groups.argtypes = [strings, strings, ctypes.POINTER(ctypes.c_int64), doubles, u64,
+                                                      ctypes.c_double, ctypes.c_char_p, u64]
+    lib.backplane_bench_noisy_copy_groups.restype = u64
+    return lib
+
+
+def _doubles(values) -> ctypes.Array:
+    return (ctypes.c_double * len(values))(*values)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """adaptive_stop.h's StopRule; the defaults are the engine's (default_stop_rule())."""
+    min_seconds: float
+    max_seconds: float
+    target_spread: float
+    min_samples: int
+
+    def _c(self) -> _CStopRule:
+        return _CStopRule(self.min_seconds, self.max_seconds, self.target_spread, self.min_samples)
+
+
+def default_stop_rule() -> StopRule:
+    r = _library().backplane_bench_default_stop_rule()
+    return StopRule(r.min_seconds, r.max_seconds, r.target_spread, r.min_samples)
+
+
+def relative_spread(samples) -> float:
+    """Half the interquartile range over the median; 0 for fewer than two samples."""
+    samples = list(samples)
+    return _library().backplane_bench_relative_spread(_doubles(samples), len(samples))
+
+
+def should_stop(samples, elapsed: float, rule: StopRule) -> bool:
+    """Whether sampling stops after `elapsed` seconds of `samples` (seconds per call)."""
+    samples = list(samples)
+    return bool(_library().backplane_bench_should_stop(_doubles(samples), len(samples), elapsed, rule._c()))
+
+
+def noisy_copy_threshold() -> float:
+    return _library().backplane_bench_noisy_copy_threshold()
+
+
+def noisy_copy_groups(timings, threshold: float | None = None) -> list[str]:
+    """One line per group of copy_ timings that disagree beyond `threshold` (default: the
+    engine's); `timings`: (backend, dtype, bytes per call, µs per call) per repetition."""
+    timings = list(timings)
+    n = len(timings)
+    backends = (ctypes.c_char_p * n)(*(t[0].encode() for t in timings))
+    dtypes = (ctypes.c_char_p * n)(*(t[1].encode() for t in timings))
+    nbytes = (ctypes.c_int64 * n)(*(int(t[2]) for t in timings))
+    us = _doubles([t[3] for t in timings])
+    limit = noisy_copy_threshold() if threshold is None else threshold
+    lib = _library()
+    size = lib.backplane_bench_noisy_copy_groups(backends, dtypes, nbytes, us, n, limit, None, 0)
+    out = ctypes.create_string_buffer(size)
+    lib.backplane_bench_noisy_copy_groups(backends, dtypes, nbytes, us, n, limit, out, size)
+    text = out.value.decode()
+    return text.split("\n") if text else []
