@@ -31,10 +31,8 @@ struct BackendSelection {
   std::vector<SkippedBackend> skipped;
 };
 
-// Removes the --backends flag from argv (so benchmark::Initialize never sees it) and
-// returns the names it gives, or the default. Throws std::invalid_argument on
-// `--backends` without a value.
-
+// Loads each of `names` (take_bench_options reads them, bench_options.h) and sorts it
+// into selected or skipped, with why. Never throws for a backend.
 BackendSelection select_backends(const std::vector<std::string>& names);
 
 }  // namespace backplane::bench

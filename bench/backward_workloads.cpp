@@ -4,8 +4,8 @@
 #include "distinct_bytes.h"
 #include "result_check.h"
 
-#include <backplane/conformance_inputs.h>
-#include <backplane/reference_expr.h>
+#include "conformance/inputs.h"
+#include "formula/reference_expr.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -1,6 +1,6 @@
 #include "bench_inputs.h"
 
-#include <backplane/conformance_inputs.h>
+#include "conformance/inputs.h"
 
 #include <ATen/ATen.h>
 

@@ -1,6 +1,9 @@
 #include "bench_options.h"
 
+#include <backplane/loader.h>
 #include <backplane/registry.h>
+
+#include "util/strings.h"
 
 #include <cerrno>
 #include <cmath>
@@ -13,18 +16,28 @@
 namespace backplane::bench {
 namespace {
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> names;
-  std::stringstream in(list);
-  for (std::string name; std::getline(in, name, ',');)
-    if (!name.empty()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> split(const std::string& list) { return detail::split_nonempty(list, ','); }
+using detail::join;
 
-std::string join(const std::set<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
+// --backends's names, else BACKPLANE_BACKENDS's (unset or empty: cpu), by the rule the
+// `backplane` command reads them by (backend_names, loader.h). "none" loads no backend,
+// which leaves the benchmark nothing to run: refused as a usage error.
+std::vector<std::string> backend_list(const std::optional<std::string>& flag) {
+  const char* env = std::getenv("BACKPLANE_BACKENDS");
+  std::vector<std::string> names;
+  std::string what;
+  if (flag) {
+    what = "--backends '" + *flag + "'";
+    names = backend_names(*flag, what);
+  } else if (env && *env) {
+    what = "BACKPLANE_BACKENDS='" + std::string(env) + "'";
+    names = backend_names(env, what, "; unset it to benchmark cpu");
+  } else {
+    return {"cpu"};
+  }
+  if (names == std::vector<std::string>{"none"})
+    throw std::invalid_argument(what + ": 'none' loads no backend, which leaves nothing to benchmark");
+  return names;
 }
 
 double parse_seconds(const std::string& flag, const std::string& text) {
@@ -88,13 +101,7 @@ BenchOptions take_bench_options(int* argc, char** argv) {
   *argc = kept;
   argv[kept] = nullptr;
 
-  std::string backends = values["--backends"].value_or("");
-  if (!values["--backends"]) {
-    const char* env = std::getenv("BACKPLANE_BACKENDS");
-    backends = (env && *env) ? env : "cpu";
-  }
-  options.backends = split(backends);
-  if (options.backends.empty()) throw std::invalid_argument("--backends names no backend");
+  options.backends = backend_list(values["--backends"]);
 
   for (const auto& op : split(values["--ops"].value_or(""))) options.ops.insert(op);
   for (const auto& shape : split(values["--shapes"].value_or(""))) options.shapes.insert(shape);

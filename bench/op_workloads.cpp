@@ -6,8 +6,8 @@
 #include "result_check.h"
 #include "workload_timing.h"
 
-#include <backplane/conformance_inputs.h>
-#include <backplane/reference_expr.h>
+#include "conformance/inputs.h"
+#include "formula/reference_expr.h"
 #include <backplane/registry.h>
 #include <backplane/selection.h>
 

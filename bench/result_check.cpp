@@ -1,7 +1,7 @@
 #include "result_check.h"
 
-#include <backplane/conformance_inputs.h>
-#include <backplane/reference_expr.h>
+#include "conformance/inputs.h"
+#include "formula/reference_expr.h"
 
 #include <ATen/ATen.h>
 

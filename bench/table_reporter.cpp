@@ -1,25 +1,13 @@
 #include "table_reporter.h"
 
-#include "adaptive_stop.h"
-#include "noisy_copy.h"
-
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <iostream>
-#include <sstream>
+#include <optional>
 
 namespace backplane::bench {
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(s);
-  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
-  return parts;
-}
 
 // Google Benchmark renamed Run::error_occurred to Run::skipped (1.8); both are served.
 template <typename R>
@@ -33,43 +21,15 @@ std::string failure_message(const R& run) {
   else return run.skip_message;
 }
 
-std::string format(const char* fmt, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, value);
-  return buf;
-}
-
-std::string duration(double us) {
-  if (us >= 1e6) return format("%.2f s", us / 1e6);
-  if (us >= 1e3) return format("%.2f ms", us / 1e3);
-  return format(us < 10 ? "%.2f us" : "%.1f us", us);
-}
-
-// Half the range of the repetitions over their median; one repetition: its samples' spread.
-double spread_of(const std::vector<double>& times, const std::vector<double>& sample_spreads) {
-  if (times.size() > 1) {
-    const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-    return (*hi - *lo) / (2 * median_of(times));
-  }
-  return sample_spreads.empty() ? 0 : sample_spreads.front();
-}
-
-std::string pad(std::string s, size_t width) {
-  if (s.size() < width) s.resize(width, ' ');
-  return s;
-}
-
-std::string right(const std::string& s, size_t width) {
-  return s.size() < width ? std::string(width - s.size(), ' ') + s : s;
+std::optional<double> counter(const benchmark::BenchmarkReporter::Run& run, const char* name) {
+  const auto it = run.counters.find(name);
+  return it == run.counters.end() ? std::nullopt : std::optional<double>(it->second.value);
 }
 
 }  // namespace
 
 TableReporter::TableReporter(int expected_rows, std::map<std::string, std::string> shared_rows, bool backward)
-    : expected_rows_(expected_rows),
-      backward_(backward),
-      on_terminal_(isatty(STDERR_FILENO) == 1),
-      shared_rows_(std::move(shared_rows)) {}
+    : expected_rows_(expected_rows), on_terminal_(isatty(STDERR_FILENO) == 1), table_(std::move(shared_rows), backward) {}
 
 bool TableReporter::ReportContext(const Context&) { return true; }  // the JSON keeps the context
 
@@ -85,97 +45,20 @@ void TableReporter::progress(const std::string& name) {
 void TableReporter::ReportRuns(const std::vector<Run>& runs) {
   for (const Run& run : runs) {
     if (!run.aggregate_name.empty()) continue;  // recomputed from the repetitions
-    const auto parts = split(run.run_name.function_name, '/');
-    if (parts.size() != 4) continue;
-    if (parts[0].rfind("call_overhead_", 0) == 0) {
-      if (!failed(run)) call_ns_[{parts[0].substr(14), parts[1], parts[2]}].push_back(run.GetAdjustedRealTime());
-      continue;
-    }
-    Samples& s = rows_[{parts[0], parts[1], parts[3]}][parts[2]];
+    const std::string& name = run.run_name.function_name;
+    const double seconds = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+    const std::string error = failed(run) ? failure_message(run) : "";
+    if (!table_.add_run(name, seconds, counter(run, "bytes_per_second"), counter(run, "spread"), error)) continue;
+    if (name.rfind("call_overhead_", 0) == 0) continue;  // not an op row: no progress
     if (run.repetition_index <= 0) ++done_rows_;
-    progress(run.run_name.function_name);
-    if (failed(run)) {
-      s.error = failure_message(run);
-      continue;
-    }
-    s.times_us.push_back(run.GetAdjustedRealTime());
-    if (auto it = run.counters.find("bytes_per_second"); it != run.counters.end())
-      s.bytes_per_second.push_back(it->second.value);
-    if (auto it = run.counters.find("spread"); it != run.counters.end()) s.spreads.push_back(it->second.value);
+    progress(name);
   }
-}
-
-const TableReporter::Samples* TableReporter::find(const std::string& op, const std::string& backend,
-                                                  const std::string& shape, const std::string& impl) const {
-  auto row = rows_.find({op, backend, shape});
-  if (row != rows_.end()) {
-    auto it = row->second.find(impl);
-    if (it != row->second.end()) return &it->second;
-  }
-  auto owner = shared_rows_.find(backend);  // the device's rows, timed under another backend
-  return owner == shared_rows_.end() || owner->second == backend ? nullptr : find(op, owner->second, shape, impl);
 }
 
 void TableReporter::Finalize() {
   if (on_terminal_ && progress_width_) std::cerr << "\r" << std::string(progress_width_, ' ') << "\r" << std::flush;
   std::ostream& out = GetOutputStream();
-  bool any_compiled = false;
-  for (const auto& row : rows_) any_compiled = any_compiled || row.second.count("compiled");
-  std::string head = pad("op", 20) + pad("preset", 20) + pad("dtype", 9) + pad("backend", 9) + right("median", 10) +
-                     right("spread", 8) + right("GB/s", 8) + right("%copy_", 8) + right("x base", 8);
-  if (any_compiled) head += right("x compile", 10);
-  if (!rows_.empty() && backward_) out << "forward+backward: each row times one forward and one backward\n";
-  if (!rows_.empty()) out << head << "\n" << std::string(head.size(), '-') << "\n";
-  std::vector<CopyTiming> copies;
-  for (const auto& row : rows_) {
-    const auto& [op, backend, shape_dtype] = row.first;
-    const auto cut = shape_dtype.rfind('_');
-    const std::string shape = shape_dtype.substr(0, cut), dtype = shape_dtype.substr(cut + 1);
-    if (const auto it = row.second.find("copy_"); it != row.second.end() && it->second.error.empty())
-      for (size_t i = 0; i < it->second.times_us.size() && i < it->second.bytes_per_second.size(); ++i)
-        copies.push_back({backend, dtype,
-                          std::llround(it->second.bytes_per_second[i] * it->second.times_us[i] * 1e-6),
-                          it->second.times_us[i]});
-    const Samples* mine = find(op, backend, shape_dtype, "backplane");
-    if (!row.second.count("backplane")) continue;  // a backend's shared rows alone: no line
-    out << pad(op, 20) << pad(shape, 20) << pad(dtype, 9) << pad(backend, 9);
-    if (!mine->error.empty()) {
-      out << "FAILED: " << mine->error << "\n";
-      continue;
-    }
-    const double t = median_of(mine->times_us);
-    const double gbps = mine->bytes_per_second.empty() ? 0 : median_of(mine->bytes_per_second) / 1e9;
-    out << right(duration(t), 10) << right(format("%.1f%%", 100 * spread_of(mine->times_us, mine->spreads)), 8)
-        << right(format("%.1f", gbps), 8);
-    const Samples* copy = find(op, backend, shape_dtype, "copy_");
-    out << right(copy && copy->error.empty() && !copy->bytes_per_second.empty()
-                     ? format("%.0f%%", 100.0 * gbps * 1e9 / median_of(copy->bytes_per_second))
-                     : "-",
-                 8);
-    for (const char* impl : {"reference", "compiled"}) {
-      if (!any_compiled && std::string(impl) == "compiled") break;
-      const Samples* base = find(op, backend, shape_dtype, impl);
-      out << right(base && base->error.empty() && !base->times_us.empty()
-                       ? format("%.2f", median_of(base->times_us) / t)
-                       : "-",
-                   impl == std::string("reference") ? 8 : 10);
-    }
-    out << "\n";
-  }
-  if (!rows_.empty())
-    out << "(median per call; spread: half the interquartile range of the samples (of the repetitions' range with "
-           "--repetitions N) over the median; GB/s: "
-        << (backward_ ? "the least forward+backward traffic (the JSON's bytes_counted)"
-                      : "each input read once, each output written once")
-        << ", 1 GB = 1e9 B; "
-           "x base > 1: faster than PyTorch's baseline on the same device; formulas: the JSON's labels)\n";
-  for (const auto& [key, ns] : call_ns_) {
-    const auto& [op, backend, impl] = key;
-    out << "host cost per call, " << op << " on " << backend << " (" << impl << "): " << format("%.0f", median_of(ns))
-        << " ns\n";
-  }
-  for (const auto& line : noisy_copy_groups(copies))
-    out << "WARNING: noisy run, figures unreliable (a busy machine?): " << line << "\n";
+  out << table_.format();
   out.flush();
 }
 

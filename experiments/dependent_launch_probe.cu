@@ -3,7 +3,7 @@
 // elementwise add, one 16-byte vector a thread, launched 20 times into a CUDA graph, in
 // variants of the dependent-launch instructions (griddepcontrol.wait / launch_dependents)
 // and of the launch attribute; median µs a call over 15 rounds of 200 graph replays.
-//   nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/dependent_launch_probe.cu -o /tmp/probe
+//   nvcc -O3 -std=c++17 -arch=sm_90 experiments/dependent_launch_probe.cu -o /tmp/probe
 //   /tmp/probe f32:1048576 bf16:1048576 f32:2097152     (dtype:elements, any number)
 // It needs a GPU of compute capability 9.0 or above; nothing builds or runs it otherwise.
 #include <cuda_runtime.h>

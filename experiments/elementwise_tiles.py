@@ -1,6 +1,6 @@
 """Tile shapes of the dense elementwise kernel, beside torch.add and copy_ (standalone probe).
 
-    python bench/probes/elementwise_tiles.py [--elements 67108864] [--rounds 15] [--sliced]
+    PYTHONPATH=python python experiments/elementwise_tiles.py [--elements 67108864] [--rounds 15] [--sliced]
 
 Compiles elementwise_tiles.cu with nvcc (sm_90) into a temporary shared library and calls
 its launchers through ctypes on torch's tensors. Each variant (threads a block x 16-byte
@@ -17,14 +17,12 @@ import ctypes
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: device_timer
-from device_timer import graphed  # noqa: E402
+from backplane.bench.timing import graphed  # the package's one timer (PYTHONPATH=python)
 
 DTYPES = {"float32": (0, torch.float32), "bfloat16": (1, torch.bfloat16), "float16": (2, torch.float16)}
 # (threads a block, vectors a thread, load/store mode: 0 plain, 1 __ldg, 2 __ldcs/__stcs, 3 __stcs)

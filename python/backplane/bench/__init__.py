@@ -17,6 +17,13 @@ the op's reference before it is timed; a wrong kernel is reported (`error`), not
 Google Benchmark's JSON is the interchange format: `--benchmark_out` files of
 backplane_bench and files written here are the same thing; results.py is its one reader.
 The method, and the current figures: bench/results/.
+
+One owner each: the engine (bench/) times every registry row and owns the stop rule and
+the noise verdict, which this package asks through native.py rather than deciding again;
+timing.py is the one Python timer (torch.compile rows, host cost, experiments/); the
+engine's console table is its own (a C++-only install prints it), and tables.py writes the
+views of runs the engine did not print (--input, merged, with compiled rows, markdown).
+`backplane tune` is tune.py with selection_file.py.
 """
 from __future__ import annotations
 

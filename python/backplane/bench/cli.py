@@ -62,7 +62,8 @@ def refuse_before_running(args) -> None:
         raise ValueError(f"--json {args.json} would overwrite the --compare baseline {args.compare}; "
                          "write this run to another file")
     if not args.input and args.compare_backends:
-        selected = args.backends.split(",")
+        from .._native import core  # the core's rule for backend lists, as the engine reads --backends
+        selected = core().backend_names(args.backends, "--backends")
         missing = [b for b in args.compare_backends if b not in selected]
         if missing:
             raise ValueError(f"--compare-backends: {', '.join(missing)} not among --backends ({args.backends})")

@@ -1,6 +1,6 @@
 """torch.compile on a device backend against the same model on the CPU, same machine, same run.
 
-    python bench/compile_device.py [--device npu] [--steps 30] [--out bench/results/X.json]
+    python -m backplane.bench.compile_device [--device npu] [--steps 30] [--out bench/results/X.json]
 
 For the decoder LM of models/train.py (Backplane ops, batch 32), on `--device` and on
 cpu, each in processes of its own (a PrivateUse1 device becomes torch's accelerator):
@@ -12,6 +12,7 @@ cpu, each in processes of its own (a PrivateUse1 device becomes torch's accelera
   eager and compiled, each step ending with a synchronize of the device.
 The emulated npu computes on the host's cores, so its compiled step and the CPU's run
 the same generated C++; what differs is the queueing on the device's streams.
+Runs from a checkout only: the model is models/train.py, which the package does not ship.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: python/backplane/bench/ -> root
 
 
 def _child(device: str, steps: int) -> dict:
@@ -72,7 +73,8 @@ def _child(device: str, steps: int) -> dict:
 def _run(device: str, cache: str, steps: int) -> dict:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(
         p for p in (str(ROOT / "python"), str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    out = subprocess.run([sys.executable, __file__, "--child", device, "--steps", str(steps)], env=env,
+    child = [sys.executable, "-m", "backplane.bench.compile_device", "--child", device, "--steps", str(steps)]
+    out = subprocess.run(child, env=env,
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{device}: the child failed:\n{out.stderr[-3000:]}")
@@ -110,7 +112,8 @@ def main(argv=None) -> int:
         "compiled_step_vs_cpu_compiled": dev["compiled_step_ms"] / cpu["compiled_step_ms"],
     }
     print("  ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-    record = {"command": "python bench/compile_device.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    given = argv if argv is not None else sys.argv[1:]
+    record = {"command": "python -m backplane.bench.compile_device " + " ".join(given),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "machine": f"{platform.node()} ({os.cpu_count()} cores)", "torch": torch.__version__,
               "model": "models/train.py DecoderLM (Backplane ops) and its loss, batch 32, forward+backward",

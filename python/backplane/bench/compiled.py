@@ -1,6 +1,6 @@
 """torch.compile of each op's reference, timed after the engine's run beside its rows:
 for every reference row the run timed, a row <op>/<backend>/compiled/<preset>_<dtype> on
-the same device, the same inputs (bench/inputs.py) and the same timing (sampling.py), in
+the same device, the same inputs (bench/inputs.py) and the same timing (timing.py), in
 the engine's JSON fields, so tables read it as the "x compile" column.
 
     results = bench.run(backends="cuda", cuda_graph=True)
@@ -31,8 +31,8 @@ import torch
 
 from ..formula import Formula
 from .inputs import preset_for, preset_values
-from .results import _UNITS, _error, _repetitions, pass_of
-from .sampling import stop_rule, time_step
+from .results import _UNITS, _error, pass_of, repetitions
+from .timing import stop_rule, time_step
 
 LABEL = "torch.compile(reference)"
 PASSES = ("forward", "forward+backward")
@@ -60,7 +60,7 @@ def _device_of(backend_record: str) -> str:
 def _reference_rows(results: dict) -> dict[tuple, list[dict]]:
     """(op, backend, preset label, dtype) -> the timed repetitions of its reference row."""
     found: dict[tuple, list[dict]] = {}
-    for op, backend, impl, preset_dtype, entry in _repetitions(results):
+    for op, backend, impl, preset_dtype, entry in repetitions(results):
         if impl == "reference" and not _error(entry):
             label, _, dtype = preset_dtype.rpartition("_")
             found.setdefault((op, backend, label, dtype), []).append(entry)

@@ -2,7 +2,7 @@
 tensors: the kernels take next to nothing, so the figure is what the Python and C++ layers
 cost), beside the yardstick of a generated aten binding, `torch.add` on the same device.
 
-    python bench/host_cost.py --device cuda [--ops add,rms_norm] [--rounds 15]
+    python -m backplane.bench.host_cost --device cuda [--ops add,rms_norm] [--rounds 15]
 
 Rows, per op the device's plugin implements:
   torch.ops.backplane.<op>   the call as users write it (through backplane.fast_call)
@@ -18,35 +18,21 @@ yardstick is named here.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from functools import partial
-from pathlib import Path
 
 import torch
 from torch._ops import OpOverloadPacket
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-import backplane  # noqa: E402
+import backplane
+from backplane.bench.timing import interleaved_ms
 
 
 def interleaved_us(rows, device, rounds, calls=1000):
     """Median microseconds per call of each (name, fn) row, the rows timed in turn each round."""
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for _, fn in rows:
-        for _ in range(100):
-            fn()
-    sync()
-    samples = [[] for _ in rows]
-    for _ in range(rounds):
-        for times, (_, fn) in zip(samples, rows):
-            begin = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            sync()
-            times.append((time.perf_counter() - begin) / calls * 1e6)
-    return [statistics.median(times) for times in samples]
+    medians = interleaved_ms({i: fn for i, (_, fn) in enumerate(rows)}, device, calls, rounds, warmup=100,
+                             clock="host")
+    return [medians[i] * 1e3 for i in range(len(rows))]
 
 
 def print_rows(rows, device, rounds, yardstick_row=None, width=52):

@@ -1,7 +1,8 @@
-"""The bench's stop rule and noise verdict, asked of their one owner, the engine's
-headers (bench/adaptive_stop.h, bench/noisy_copy.h), through lib/backplane_bench_rules.so
-(bench/rules_c_api.cpp), built beside the engine. Nothing here decides: the Python side
-(timing.py's sampling of torch.compile rows, noise.py's verdict on runs read back) asks.
+"""The bench's stop rule, noise verdict and console table, asked of their one owner, the
+engine (bench/adaptive_stop.h, bench/noisy_copy.h, bench/console_table.h), through
+lib/backplane_bench_c_api.so (bench/c_api.cpp), built beside the engine. Nothing here
+decides or formats: the Python side (timing.py's sampling of torch.compile rows, noise.py's
+verdict and tables.py's console table of runs read back) asks.
 Limit: without the library (a build with BACKPLANE_BUILD_BENCH=OFF) these raise
 FileNotFoundError naming it; such a build has no engine to run either."""
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from .._native import lib_dir
 
-LIBRARY = "backplane_bench_rules.so"
+LIBRARY = "backplane_bench_c_api.so"
 
 
 class _CStopRule(ctypes.Structure):  # struct BackplaneBenchStopRule
@@ -38,6 +39,13 @@ def _library() -> ctypes.CDLL:
     lib.backplane_bench_noisy_copy_groups.argtypes = [strings, strings, ctypes.POINTER(ctypes.c_int64), doubles, u64,
                                                       ctypes.c_double, ctypes.c_char_p, u64]
     lib.backplane_bench_noisy_copy_groups.restype = u64
+    lib.backplane_bench_table_new.argtypes = [strings, strings, u64, ctypes.c_int]
+    lib.backplane_bench_table_new.restype = ctypes.c_void_p
+    lib.backplane_bench_table_add_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double, ctypes.c_double,
+                                                  ctypes.c_double, ctypes.c_char_p]
+    lib.backplane_bench_table_format.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u64]
+    lib.backplane_bench_table_format.restype = u64
+    lib.backplane_bench_table_free.argtypes = [ctypes.c_void_p]
     return lib
 
 
@@ -88,9 +96,41 @@ def noisy_copy_groups(timings, threshold: float | None = None) -> list[str]:
     nbytes = (ctypes.c_int64 * n)(*(int(t[2]) for t in timings))
     us = _doubles([t[3] for t in timings])
     limit = noisy_copy_threshold() if threshold is None else threshold
-    lib = _library()
-    size = lib.backplane_bench_noisy_copy_groups(backends, dtypes, nbytes, us, n, limit, None, 0)
-    out = ctypes.create_string_buffer(size)
-    lib.backplane_bench_noisy_copy_groups(backends, dtypes, nbytes, us, n, limit, out, size)
-    text = out.value.decode()
+    text = _text(lambda out, size: _library().backplane_bench_noisy_copy_groups(backends, dtypes, nbytes, us, n,
+                                                                                limit, out, size))
     return text.split("\n") if text else []
+
+
+def _text(call) -> str:
+    """The text a C entry writes with `call(out, out_size)`, which returns the size it needs."""
+    size = call(None, 0)
+    out = ctypes.create_string_buffer(size)
+    call(out, size)
+    return out.value.decode("utf-8", "replace")
+
+
+def _c_string(text: str) -> bytes:
+    """UTF-8; what it cannot encode (a lone surrogate a JSON file may hold) replaced."""
+    return str(text).encode("utf-8", "replace")
+
+
+def _strings(values) -> ctypes.Array:
+    return (ctypes.c_char_p * len(values))(*(_c_string(v) for v in values))
+
+
+def console_table(repetitions, shared_rows: dict, backward: bool) -> str:
+    """The engine's console table (bench/console_table.h) of a run's repetitions, each
+    (run name, seconds per call, bytes per second or None, spread or None, error or "") as
+    Google Benchmark reports them; shared_rows: backend -> the backend whose reference and
+    copy_ rows it reads."""
+    lib = _library()
+    nan = float("nan")
+    table = lib.backplane_bench_table_new(_strings(list(shared_rows)), _strings(list(shared_rows.values())),
+                                          len(shared_rows), int(backward))
+    try:
+        for name, seconds, bps, spread, error in repetitions:
+            lib.backplane_bench_table_add_run(table, _c_string(name), seconds, nan if bps is None else bps,
+                                              nan if spread is None else spread, _c_string(error))
+        return _text(lambda out, size: lib.backplane_bench_table_format(table, out, size))
+    finally:
+        lib.backplane_bench_table_free(table)

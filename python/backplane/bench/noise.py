@@ -1,28 +1,13 @@
 """Whether a run was noisy: copy_ rows of the same bytes on the same device (several ops
 copy a 1M-element float32 tensor) time the same thing, so where they disagree beyond a
-threshold the machine was busy and every figure of the run is suspect. The engine makes
-the same decision for its console (bench/noisy_copy.h); this one serves runs read back."""
+threshold the machine was busy and every figure of the run is suspect. The decision is
+the engine's (bench/noisy_copy.h, asked through native.py); this reads a run's copy_ rows
+for it, so runs read back with --input, merged or with compiled rows get the same verdict
+the engine's console gives."""
 from __future__ import annotations
 
 from .results import rows
-
-NOISY_COPY_THRESHOLD = 0.3  # the slowest copy_ 30% above the fastest, as bench/noisy_copy.h
-
-
-def noisy_copy_groups(timings, threshold: float = NOISY_COPY_THRESHOLD) -> list[str]:
-    """One line per group of copy_ timings that disagree beyond `threshold`; `timings`:
-    (backend, dtype, bytes per call, µs per call) for each repetition of each copy_ row."""
-    groups: dict[tuple, list[float]] = {}
-    for backend, dtype, nbytes, us in timings:
-        groups.setdefault((backend, dtype, nbytes), []).append(us)
-    lines = []
-    for (backend, dtype, nbytes), us in sorted(groups.items()):
-        lo, hi = min(us), max(us)
-        if len(us) < 2 or lo <= 0 or hi / lo <= 1 + threshold:
-            continue
-        lines.append(f"{backend} {dtype} copy_ of {nbytes} bytes: {len(us)} timings from {lo:.2f} to {hi:.2f} us "
-                     f"({100 * (hi / lo - 1):.0f}% apart, threshold {100 * threshold:.0f}%)")
-    return lines
+from .native import noisy_copy_groups
 
 
 def copy_timings(results: dict) -> list[tuple]:
@@ -39,3 +24,6 @@ def noise_warnings(results: dict) -> list[str]:
     """The console's warning lines for a noisy run; none for a quiet one."""
     return [f"WARNING: noisy run, figures unreliable (a busy machine?): {line}"
             for line in noisy_copy_groups(copy_timings(results))]
+
+
+__all__ = ["copy_timings", "noise_warnings", "noisy_copy_groups"]

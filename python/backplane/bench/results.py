@@ -230,7 +230,7 @@ def merge(runs: dict) -> dict:
     return merged
 
 
-def _repetitions(results: dict):
+def repetitions(results: dict):
     """(op, backend, impl, preset, entry) for each repetition of each row (Google Benchmark's
     aggregates left out); preset is the name's fourth part, shape_dtype for an op row."""
     for e in results.get("benchmarks", []):
@@ -252,7 +252,7 @@ def rows(results: dict) -> list[Row]:
     """One Row per op/backend/impl/shape_dtype, from the individual repetitions."""
     context = results.get("context", {})
     found: dict[tuple, dict] = {}
-    for op, backend, impl, shape_dtype, e in _repetitions(results):
+    for op, backend, impl, shape_dtype, e in repetitions(results):
         shape, _, dtype = shape_dtype.rpartition("_")
         if op.startswith("call_overhead_") or dtype not in _DTYPES:
             continue  # host cost per call (call_overhead_<op>/<backend>/<impl>/1): call_costs()
@@ -287,7 +287,7 @@ def call_costs(results: dict) -> list[CallCost]:
     """One CallCost per op/backend/impl of the run's call_overhead_<op> rows (the engine
     times them when no --ops is given), sorted."""
     found: dict[tuple, dict] = {}
-    for name, backend, impl, _, e in _repetitions(results):
+    for name, backend, impl, _, e in repetitions(results):
         if not name.startswith("call_overhead_"):
             continue
         entry = found.setdefault((name.removeprefix("call_overhead_"), backend, impl), {"times": [], "error": ""})

@@ -1,4 +1,4 @@
-"""The selection file `backplane tune` writes (python/backplane/tuning.py decides what it
+"""The selection file `backplane tune` writes (python/backplane/bench/tune.py decides what it
 says): its text, with every string quoted, and its writing, which never leaves the file it
 replaces half-written. `--out` is checked before any timing (check_out); the text goes to
 a temporary file beside it, which the core's own reader reads back, and only then is it

@@ -1,11 +1,12 @@
-"""A run as tables: one line per backplane row (`table`), printed plain (`format_table`),
-as a markdown report (`markdown`: machine, torch, date, the command, the rows and the
+"""A run as tables: one line per backplane row (`table`), printed plain (`format_table`:
+the engine's console table, formatted by the engine's one formatter), as a markdown report (`markdown`: machine, torch, date, the command, the rows and the
 per-call host cost) or with the backends of one workload side by side (`side_by_side`).
 How to read them: bench/results/method.md."""
 from __future__ import annotations
 
-from .noise import noise_warnings
-from .results import call_costs, machine, pass_of, rows, run_summary, shared_rows_owner
+from .native import console_table
+from .results import (_UNITS, _error, _finite, call_costs, machine, pass_of, repetitions, rows, run_summary,
+                      shared_rows_owner)
 
 
 def table(results: dict) -> list[dict]:
@@ -58,34 +59,24 @@ def _bytes_counted(results: dict) -> str:
     return "bytes each input read once and each output written once"
 
 
-def _duration(us: float) -> str:
-    if us >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.2f} ms"
-    return f"{us:.2f} us" if us < 10 else f"{us:.1f} us"
+def _seconds(entry: dict):
+    """A timed repetition's seconds per call; None for a unit or time the reader would not take."""
+    name, time = entry.get("time_unit", "us"), entry.get("real_time")
+    unit = _UNITS.get(name) if isinstance(name, str) else None
+    return time * unit * 1e-6 if unit and _finite(time) else None
 
 
 def format_table(results: dict) -> str:
-    """The console's table, as the engine prints it (bench/table_reporter.cpp), then a
-    warning line per group of disagreeing copy_ rows (a noisy run)."""
-    lines = table(results)
-    compiled = any(t["vs_compiled"] for t in lines)
-    head = (f"{'op':20}{'preset':20}{'dtype':9}{'backend':9}{'median':>10}{'spread':>8}{'GB/s':>8}{'%copy_':>8}"
-            f"{'x base':>8}" + (f"{'x compile':>10}" if compiled else ""))
-    out = (["forward+backward: each row times one forward and one backward"] if _backward(results) else [])
-    out += [head, "-" * len(head)]
-    for t in lines:
-        name = f"{t['op']:20}{t['shape']:20}{t['dtype']:9}{t['backend']:9}"
-        if t["error"]:
-            out.append(f"{name}FAILED: {t['error']}")
-            continue
-        gbps, pct, ratio = _cells(t)
-        line = f"{name}{_duration(t['median_us']):>10}{100 * t['spread']:7.1f}%{gbps:>8}{pct:>8}{ratio:>8}"
-        if compiled:
-            line += f"{t['vs_compiled']:>10.2f}" if t["vs_compiled"] else f"{'-':>10}"
-        out.append(line)
-    return "\n".join(out + noise_warnings(results))
+    """The console's table, from the engine's one formatter (bench/console_table.h, through
+    native.py): the same text the engine prints at the end of a run, for runs read back,
+    merged or with compiled rows added."""
+    reps = [(f"{op}/{backend}/{impl}/{preset}", 0.0 if _error(e) else _seconds(e),
+             e["bytes_per_second"] if _finite(e.get("bytes_per_second")) else None,
+             e["spread"] if _finite(e.get("spread")) else None, _error(e))
+            for op, backend, impl, preset, e in repetitions(results) if _error(e) or _seconds(e) is not None]
+    backends = {backend for _, backend, _, _, _ in repetitions(results)}
+    shared = {b: shared_rows_owner(results, b) for b in sorted(backends)}
+    return console_table(reps, shared, _backward(results)).rstrip("\n")
 
 
 def side_by_side(results: dict, command: str = "") -> str:

@@ -1,60 +1,35 @@
-"""Times a Python step as the engine times its rows (bench/workload_timing.cpp): samples
-of a batch of calls lasting about 1 ms, taken until their spread is on target, between a
-minimum and a maximum time (bench/adaptive_stop.h, whose rule and defaults these are).
-The row's time is the samples' median per call.
+"""The Python side's one timer, for what the engine cannot time: torch.compile'd
+references (compiled.py), the host cost of a call from Python (host_cost.py) and the
+experiments/. Devices: cpu by the wall clock; cuda by CUDA events; with a CUDA graph, the
+replays of one recorded batch.
+
+Adaptive (time_step): as the engine times its rows (bench/workload_timing.cpp), samples of
+a batch of calls lasting about 1 ms, taken until the engine's stop rule (native.py, owned by
+bench/adaptive_stop.h) says enough; the row's time is the samples' median per call.
   cpu: wall clock around each batch.
   cuda: device time between CUDA events around each batch, one untimed call queued ahead
         so the launch latency after the previous wait is not counted; with cuda_graph the
         batch is recorded once as a CUDA graph and its replays are timed, each queued
         before the previous one is waited for (as bench/cuda_graph_batch.cpp).
-Other devices are refused: the engine's device-generic events have no Python equivalent."""
+  Other devices are refused: the engine's device-generic events have no Python equivalent.
+Interleaved (interleaved_ms): fixed rounds of fixed batches, the variants timed in turn, for
+comparisons within one process (a drift of the machine falls on every variant alike).
+"""
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from statistics import median
 
 import torch
 
+from .native import StopRule, default_stop_rule, relative_spread, should_stop
+
 _WARMUP_CALLS = 3
 _TARGET_BATCH_SECONDS = 1e-3
 _MAX_BATCH = 4096
-
-
-@dataclass(frozen=True)
-class StopRule:
-    min_seconds: float = 0.05
-    max_seconds: float = 0.5
-    target_spread: float = 0.02
-    min_samples: int = 5
-
-
-def relative_spread(samples) -> float:
-    """Half the interquartile range over the median (linear quantiles, as adaptive_stop.h);
-    0 for fewer than two samples."""
-    if len(samples) < 2:
-        return 0.0
-    s = sorted(samples)
-
-    def quantile(q):
-        at = q * (len(s) - 1)
-        lo = int(at)
-        hi = min(lo + 1, len(s) - 1)
-        return s[lo] + (at - lo) * (s[hi] - s[lo])
-
-    mid = quantile(0.5)
-    return (quantile(0.75) - quantile(0.25)) / (2 * mid) if mid > 0 else 0.0
-
-
-def should_stop(samples, elapsed: float, rule: StopRule) -> bool:
-    if not samples:
-        return False
-    if elapsed >= rule.max_seconds:
-        return True
-    if elapsed < rule.min_seconds or len(samples) < rule.min_samples:
-        return False
-    return relative_spread(samples) <= rule.target_spread
 
 
 @dataclass(frozen=True)
@@ -171,9 +146,83 @@ def time_step(step, device: torch.device, rule: StopRule, *, repetitions: int = 
 def stop_rule(min_time: float | None = None, max_time: float | None = None) -> StopRule:
     """The rule for --min-time/--max-time as the engine reads them: an unset maximum is at
     least the minimum; a maximum below the minimum is refused (ValueError)."""
-    default = StopRule()
+    default = default_stop_rule()
     low = min_time if min_time is not None else default.min_seconds
     high = max_time if max_time is not None else max(default.max_seconds, low)
     if high < low:
         raise ValueError(f"--max-time: expected at least --min-time ({low:g} s), found {high:g}")
-    return StopRule(min_seconds=low, max_seconds=high)
+    return StopRule(low, high, default.target_spread, default.min_samples)
+
+
+def _synchronizer(device: str):
+    """What waits for `device`'s queued work: nothing on cpu (an op returns with its work
+    done), the device module's synchronize elsewhere (npu, cuda: queued on a stream)."""
+    if device == "cpu":
+        return lambda: None
+    return getattr(torch, torch.device(device).type).synchronize
+
+
+def _batch_seconds(fn, device: str, calls: int, clock: str) -> float:
+    """Seconds for `calls` calls of fn. clock "device": CUDA events on cuda, else the wall
+    clock from a synchronize to a synchronize. clock "host": the wall clock, ending in a
+    synchronize on cuda only, so its queue of launches cannot grow across batches (on npu
+    a synchronize would count the kernels, which the emulated device runs on host cores)."""
+    if clock == "device" and device == "cuda":
+        events = _CudaEvents()
+        events.start.record()
+        for _ in range(calls):
+            fn()
+        events.stop.record()
+        return events.seconds()
+    if clock == "host":
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    else:
+        sync = _synchronizer(device)
+    if clock == "device":
+        sync()  # work an earlier batch (another variant's) left queued is not this batch's
+    begin = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return time.perf_counter() - begin
+
+
+def interleaved_ms(fns, device: str, calls: int = 50, rounds: int = 7, warmup: int = 5,
+                   clock: str = "device") -> dict:
+    """Median milliseconds per call of each fn in the dict `fns` (name -> fn), over
+    `rounds` rounds in which every fn times one batch of `calls` calls, in turn, the order
+    reversed every other round, so the variants share whatever the device does during the
+    run (its clocks, other work): a few percent that timing one after the other could put
+    on one of them. clock: as _batch_seconds."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    if clock == "host" and device == "cuda":
+        torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    order = list(fns.items())
+    for r in range(rounds):
+        for name, fn in (order if r % 2 == 0 else reversed(order)):
+            times[name].append(_batch_seconds(fn, device, calls, clock) * 1e3 / calls)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def device_ms(fn, device: str, calls: int = 50, rounds: int = 7) -> float:
+    """Median milliseconds per call of fn on device, over `rounds` batches of `calls` calls."""
+    return interleaved_ms({"fn": fn}, device, calls, rounds)["fn"]
+
+
+def graphed(step, calls: int = 1):
+    """`calls` calls of `step` captured in one CUDA graph after a warm-up on a side stream;
+    returns its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            step()
+    return graph.replay

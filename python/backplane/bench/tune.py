@@ -32,7 +32,7 @@ How a range is decided:
   preset this registry does not have is of no known size. Those are left out, and said
   (on stderr, and as comments in the file); their calls go with the next larger size.
 
-The file (tuning_file.py) is written beside --out, read back by the core, then renamed
+The file (selection_file.py) is written beside --out, read back by the core, then renamed
 over it: a failure leaves the old one as it was. --out is checked before any timing.
 """
 from __future__ import annotations
@@ -50,8 +50,9 @@ from typing import NamedTuple
 
 import backplane
 
-from . import tuning_file
-from .tuning_file import selection_yaml, text_of
+from .._native import core
+from . import selection_file
+from .selection_file import selection_yaml, text_of
 
 _KEY_IN_CONTEXT = re.compile(r"key (\w+), device ([^)]+)\)$")
 
@@ -97,7 +98,7 @@ def decide(results: dict, ops, backends: list[str], margin: float = 0.05) -> Dec
     row (timed, or failed) for each preset and dtype timed at it: a run cut off mid-way
     leaves a size with the rows of one plugin, measured against nothing.
     `ops`: backplane.ops() rows (the registry's presets); `margin`: 0.05 = 5%."""
-    from .bench import rows
+    from .results import rows
 
     keys = dispatch_keys(results)
     by_name = {op.name: op for op in ops}
@@ -196,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _figures(args, backends: list[str]) -> dict:
     """The engine's JSON to decide from: an earlier run's (--from-json), else a run now."""
-    from . import bench
+    from .. import bench  # looked up when called: tests stand in for bench.run
 
     if args.from_json:
         try:
@@ -233,8 +234,12 @@ def main(argv=None) -> int:
     that is not the engine's JSON, or an engine that failed. The file --out names is
     replaced whole, or left as it was."""
     args = parser().parse_args(argv)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if len(backends) < 2:
+    try:
+        backends = [] if not args.backends else core().backend_names(args.backends, "--backends")
+    except backplane.BackendNameError as e:
+        print(f"backplane tune: {e}", file=sys.stderr)
+        return 2
+    if len(backends) < 2 or "none" in backends:
         print(f"backplane tune: --backends: expected two or more plugins to choose among, found "
               f"'{text_of(args.backends)}'", file=sys.stderr)
         return 2
@@ -242,7 +247,7 @@ def main(argv=None) -> int:
         print(f"backplane tune: --margin: expected a percentage from 0 to 100, found {args.margin}", file=sys.stderr)
         return 2
     try:
-        tuning_file.check_out(args.out, {"--json": args.json, "--from-json": args.from_json})
+        selection_file.check_out(args.out, {"--json": args.json, "--from-json": args.from_json})
         results = _figures(args, backends)
         with warnings.catch_warnings():  # "two plugins serve add": the very thing being decided
             warnings.simplefilter("ignore")
@@ -250,7 +255,7 @@ def main(argv=None) -> int:
                 backplane.load(b)  # after the engine ran: its own plugins' ops are then known here too
         decision = decide(results, backplane.ops(), backends, args.margin / 100)
         text = selection_yaml(decision.entries, made_by(argv, results.get("context", {})), decision.left_out)
-        tuning_file.write(args.out, text)
+        selection_file.write(args.out, text)
     except (OSError, ValueError, RuntimeError, backplane.BackendError) as e:
         print(f"backplane tune: {e}", file=sys.stderr)
         return 2
