@@ -5,7 +5,7 @@
 STEP: eager | compile | export | aoti | load | cpp | onnx | all. Each step is also a
 Python function of the same name taking a `Run`; `all` runs those that apply to the
 device and dtype (onnx: cpu, float32). On npu (Backplane's emulated PrivateUse1 device)
-the package's generated code runs as device work (backends/npu/python/backplane_npu/_aoti.py). Artifacts go to OUT as
+the package's generated code runs as device work (backends/npu/python/backplane_npu/compile/_aoti.py). Artifacts go to OUT as
 MODEL-DEVICE-DTYPE.{ep.pt2, io.pt, pt2, onnx}:
   ep.pt2  the torch.export program (dynamic batch dimension), for users: no step reads it
           back (torch.export.load unpickles; `aoti` exports again instead)

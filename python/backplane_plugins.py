@@ -16,12 +16,10 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -52,11 +50,11 @@ def add_entry_point_plugins() -> None:
         os.environ["BACKPLANE_PLUGIN_PATH"] = ":".join(current + added)
 
 
-# The child's side is the command `backplane __probe NAME DIRS`: these are its words, and
-# the reasons below are worded as `backplane list` words them.
-_PROBE_LOADED = "backplane-probe: loaded\n"
-_PROBE_NOT_LOADED = "backplane-probe: not loaded: "
-_PROBE_TIMEOUT_DEFAULT = 60
+# `backplane __probe_in_child NAME DIRS` (cli/plugin_probe.cpp) runs the child probe, owns
+# its timeout (BACKPLANE_PROBE_TIMEOUT) and words the verdict as `backplane list` does:
+# these are the words of its one line.
+_VERDICT_PASSED = "backplane-probe: passed\n"
+_VERDICT_FAILED = "backplane-probe: failed: "
 
 
 def probe_first(names, found: list[dict], lib_dir) -> list[str]:
@@ -65,8 +63,8 @@ def probe_first(names, found: list[dict], lib_dir) -> list[str]:
     code: the `torch.backends` autoload and BACKPLANE_BACKENDS at import.
 
     Each name `found` (the core's backend records) lists as available is first opened in a
-    child process, `backplane __probe`, as `backplane list` does, unless a probe of the
-    same files is cached. One that crashes, exits, hangs or is refused there is left out,
+    child process by the `backplane` command, as `backplane list` does, unless a probe of
+    the same files is cached. One that crashes, exits, hangs or is refused there is left out,
     and one RuntimeWarning names each with its reason. Names not available (missing,
     rejected) pass on: load() says why. Without the `backplane` command beside the core's
     lib directory nothing is probed (the load decides, as when `backplane list` cannot
@@ -88,7 +86,8 @@ def probe_first(names, found: list[dict], lib_dir) -> list[str]:
 
 
 def _probe_all(records: list[dict], command: str, core_library: Path) -> dict[str, str]:
-    """name -> why, for each record whose probe failed. Uncached ones run at once, in parallel."""
+    """name -> why, for each record whose probe failed. Uncached ones run at once, in
+    parallel, each under the command's own timeout."""
     cache = _read_probe_cache()
     identities = {r["name"]: _identity(r, core_library) for r in records}
     failures, running = {}, {}
@@ -99,49 +98,25 @@ def _probe_all(records: list[dict], command: str, core_library: Path) -> dict[st
                 failures[r["name"]] = str(cached["failure"])
             continue
         try:  # DIRS empty: the child searches what load(name) here searches
-            running[r["name"]] = subprocess.Popen([command, "__probe", r["name"], ""], stdout=subprocess.PIPE,
-                                                  stdin=subprocess.DEVNULL, encoding="utf-8", errors="replace")
+            running[r["name"]] = subprocess.Popen([command, "__probe_in_child", r["name"], ""],
+                                                  stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                                  encoding="utf-8", errors="replace")
         except OSError:
             continue  # cannot probe: the load here decides, as `backplane list` does
-    limit = _probe_timeout()
-    deadline = time.monotonic() + limit
+    probed = False
     for name, child in running.items():
-        failure = _probe_outcome(child, deadline, limit)
+        said, _ = child.communicate()
+        if child.returncode != 0 or not said.startswith((_VERDICT_PASSED, _VERDICT_FAILED)):
+            continue  # no verdict (the command itself failed): the load here decides, uncached
+        failure = said[len(_VERDICT_FAILED):].rstrip("\n") if said.startswith(_VERDICT_FAILED) else None
         if failure:
             failures[name] = failure
         path = next(r["path"] for r in records if r["name"] == name)
         cache[path] = {"identity": identities[name], "failure": failure}
-    if running:
+        probed = True
+    if probed:
         _write_probe_cache(cache)
     return failures
-
-
-def _probe_outcome(child: subprocess.Popen, deadline: float, limit: int) -> str | None:
-    try:
-        said, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        return (f"did not finish opening within {limit} s in a child process probe (killed); "
-                "not opened here")
-    if child.returncode < 0:
-        sig = -child.returncode
-        name = signal.strsignal(sig)
-        return (f"crashed while opening, with signal {sig}{f' ({name})' if name else ''}, "
-                "in a child process probe; not opened here")
-    if _PROBE_LOADED in said and child.returncode == 0:
-        return None
-    if _PROBE_NOT_LOADED in said and child.returncode == 0:
-        why = said[said.index(_PROBE_NOT_LOADED) + len(_PROBE_NOT_LOADED):].rstrip("\n")
-        return f"{why} (in a child process probe; not opened here)"
-    return (f"ended the process while opening (exit status {child.returncode}), in a child process probe; "
-            "not opened here")
-
-
-def _probe_timeout() -> int:
-    # The same rule as `backplane __probe`'s: whole seconds, 1 to 3600.
-    text = os.environ.get("BACKPLANE_PROBE_TIMEOUT", "")
-    return int(text) if text.isascii() and text.isdigit() and 1 <= int(text) <= 3600 else _PROBE_TIMEOUT_DEFAULT
 
 
 def _identity(record: dict, core_library: Path) -> list:

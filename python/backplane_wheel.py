@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-# The first Backplane whose core loads stable-ABI kernel plugins (backplane/stable_api.h).
+# The first Backplane whose core loads stable-ABI kernel plugins (backplane/plugin/stable_api.h).
 STABLE_API_SINCE = "0.1"
 _KEYS = {"abi", "torch-target"}
 

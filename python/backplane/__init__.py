@@ -136,19 +136,12 @@ _BACKENDS_VARIABLE = "BACKPLANE_BACKENDS"
 
 
 def _environment_backends() -> list[str] | None:
-    """BACKPLANE_BACKENDS as names: None when unset, [] for "none". The rule by which the
-    `backplane` command reads its backend list, and its messages."""
+    """BACKPLANE_BACKENDS as names: None when unset, [] for "none". The core reads it, by the
+    rule and with the messages of the `backplane` command."""
     value = os.environ.get(_BACKENDS_VARIABLE)
     if value is None:
         return None
-    names = [n.strip() for n in value.split(",")]
-    expected = "expected backend names separated by ',' ('none' loads none; unset it to load every plugin found)"
-    if not any(names):
-        raise BackendNameError(f"{_BACKENDS_VARIABLE}={value!r} names no backend: {expected}")
-    if "" in names:
-        raise BackendNameError(f"{_BACKENDS_VARIABLE}={value!r} has an empty entry: {expected}")
-    if "none" in names and len(names) > 1:
-        raise BackendNameError(f"{_BACKENDS_VARIABLE}={value!r}: 'none' loads no backend, so it stands alone")
+    names = core().environment_backends(value)  # the core parses it (backend_names in loader.h)
     return [] if names == ["none"] else names
 
 

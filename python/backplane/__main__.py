@@ -1,5 +1,5 @@
 """python -m backplane list|ops|bench|tune: the same views as the C++ `backplane` command
-(bench: see backplane.bench; tune: backplane.tuning)."""
+(bench: see backplane.bench; tune: backplane.bench.tune)."""
 from __future__ import annotations
 
 import argparse
@@ -15,9 +15,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench.main(argv[1:])
     if argv[:1] == ["tune"]:
-        from . import tuning
+        from .bench import tune
 
-        return tuning.main(argv[1:])
+        return tune.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m backplane")
     parser.add_argument("command", choices=["list", "ops"])
     parser.add_argument("--backends", default="", help="load these first (comma separated)")

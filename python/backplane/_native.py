@@ -113,6 +113,9 @@ class _Core:
             "backplane_c_serving": [out],
             "backplane_c_apply_selection": [ctypes.c_char_p, ctypes.c_int, out],
             "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, out],
+            "backplane_c_environment_backends": [ctypes.c_char_p, out],
+            "backplane_c_backend_names": [ctypes.c_char_p, ctypes.c_char_p, out],
+            "backplane_c_formula_tree": [ctypes.c_char_p, ctypes.c_size_t, out],
         }.items():
             fn = getattr(self._lib, name)
             fn.argtypes = args
@@ -170,6 +173,29 @@ class _Core:
 
     def check(self, backend: str, ops: str, gradients: bool):
         return self._call("backplane_c_check", backend.encode(), ops.encode(), int(gradients))
+
+    def environment_backends(self, value: str) -> list[str]:
+        """BACKPLANE_BACKENDS's value as names, by the core's rule (the one the `backplane`
+        command reads it by); ["none"] for "none". BackendNameError with the core's message."""
+        try:
+            # os.fsencode: the variable's bytes as the process environment holds them.
+            return self._call("backplane_c_environment_backends", os.fsencode(value))
+        except ValueError as e:
+            raise BackendNameError(str(e)) from None
+
+    def backend_names(self, value: str, what: str) -> list[str]:
+        """A --backends value as names, by the core's rule (the `backplane` command's), its
+        message naming `what`; ["none"] for "none". BackendNameError with the core's message."""
+        try:
+            return self._call("backplane_c_backend_names", os.fsencode(value), what.encode())
+        except ValueError as e:
+            raise BackendNameError(str(e)) from None
+
+    def formula_tree(self, text: str) -> dict:
+        """The core parser's tree of a registry formula (backplane/formula.py evaluates it);
+        ValueError with the parser's message where it does not parse."""
+        encoded = text.encode()  # the length goes too: a NUL stays in
+        return self._call("backplane_c_formula_tree", encoded, len(encoded))
 
 
 _core: _Core | None = None

@@ -6,26 +6,25 @@ of any registry op (and take its gradients through autograd) with no code per op
     f(gate=g, up=u)         # torch.ops.aten.mul.Tensor(torch.ops.aten.silu.default(g), u)
     f.names()               # {"gate", "up"}
 
-The grammar is the C++ evaluator's (core/include/backplane/reference_expr.h), which the
+The grammar is the core's (core/src/formula/reference_expr.h), which the
 conformance suite and the build's checks use: calls `ns::op[.overload](args)` (no
 overload: the default one; arguments positional or `name=`), argument names, `box[0]`,
 `dtype(x)`, numbers, strings (`'tanh'` or `"tanh"`, no escapes), true, false, None and lists
 `[a, b]`, e.g. `aten::gelu(x, approximate='tanh')`. A formula whose outermost expression is a
 list gives a list (one value per output).
 
-Two evaluators of one grammar, because the C API evaluates no formula:
-tests/python/test_formula_agreement.py runs every registry formula through both and
-requires the same calls, arguments and results.
+One grammar, parsed in one place: the core's parser (core/src/formula/formula_parse.cpp),
+through the C API (backplane_c_formula_tree), gives the tree and every syntax error; this
+module only evaluates the tree. Parsing therefore needs libbackplane_core, opened on first
+use as backplane._native finds it; importing this module does not. The core evaluates formulas too (conformance, autograd,
+forward AD), so there are two evaluators: tests/python/autograd/test_formula_agreement.py runs every
+registry formula through both and requires the same calls, arguments and results.
 """
 from __future__ import annotations
 
-import re
+import functools
 from dataclasses import dataclass
 from typing import Any
-
-# '::', a name, a number, a string ('...' or "...", no escapes), an unterminated string, or one character.
-_TOKEN = re.compile(r"""\s*(?:(::)|([A-Za-z_]\w*)|(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|('[^']*'|"[^"]*")|(['"])|(.))""")
-_KINDS = {1: "::", 2: "ident", 3: "number", 4: "string", 5: "unterminated", 6: "punct"}
 
 
 @dataclass(frozen=True)
@@ -39,116 +38,31 @@ class _Node:
 
 
 class FormulaError(ValueError):
-    """A formula that does not parse, naming the formula and the column."""
+    """A formula that does not parse (the core parser's message, naming the formula and the
+    column), or one evaluated without a name it reads."""
 
 
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.tokens = []  # (kind, text, column)
-        for m in _TOKEN.finditer(text):
-            if m.end() == m.start():
-                break
-            kind = next(i for i in _KINDS if m.group(i) is not None)
-            if _KINDS[kind] == "unterminated":
-                raise FormulaError(f"formula '{text}', column {m.start(kind) + 1}: unterminated string: no closing {m.group(kind)}")
-            self.tokens.append((_KINDS[kind], m.group(kind), m.start(kind) + 1))
-        self.pos = 0
-        self.depth = 0
+@functools.lru_cache(maxsize=1024)  # nodes are immutable: one text's tree serves every caller
+def _parse(text: str) -> _Node:
+    from ._native import core
 
-    def fail(self, what: str, column: int | None = None):
-        if column is None:
-            column = self.tokens[self.pos][2] if self.pos < len(self.tokens) else len(self.text) + 1
-        raise FormulaError(f"formula '{self.text}', column {column}: {what}")
+    try:
+        return _node(core().formula_tree(text))
+    except ValueError as e:  # the core's status 3: its FormulaError
+        raise FormulaError(str(e)) from None
 
-    def peek(self, text: str | None = None, kind: str | None = None) -> bool:
-        if self.pos >= len(self.tokens):
-            return False
-        k, t, _ = self.tokens[self.pos]
-        return (text is None or t == text) and (kind is None or k == kind)
 
-    def take(self, text: str | None = None, kind: str | None = None) -> str:
-        if not self.peek(text, kind):
-            self.fail(f"expected {text or kind}")
-        self.pos += 1
-        return self.tokens[self.pos - 1][1]
-
-    def parse(self) -> _Node:
-        node = self.expr()
-        if self.pos != len(self.tokens):
-            self.fail(f"unexpected '{self.tokens[self.pos][1]}'")
-        return node
-
-    _MAX_DEPTH = 100  # as the C++ parser: calls and lists nest by recursion
-
-    def expr(self) -> _Node:
-        if self.depth == self._MAX_DEPTH:
-            self.fail(f"nested deeper than {self._MAX_DEPTH} calls or lists")
-        self.depth += 1
-        try:
-            return self._expr()
-        finally:
-            self.depth -= 1
-
-    def _expr(self) -> _Node:
-        if self.peek("["):
-            self.take("[")
-            return _Node("list", args=self.items(self.expr, "]"))
-        if self.peek(kind="number"):
-            text = self.take(kind="number")
-            return _Node("literal", value=float(text) if re.search(r"[.eE]", text) else int(text))
-        if self.peek(kind="string"):
-            return _Node("literal", value=self.take(kind="string")[1:-1])
-        if not self.peek(kind="ident"):
-            self.fail("expected an expression")
-        column = self.tokens[self.pos][2]
-        name = self.take(kind="ident")
-        if name in ("true", "false", "None") and not self.peek("::"):
-            return _Node("literal", value={"true": True, "false": False, "None": None}[name])
-        if self.peek("::"):
-            self.take("::")
-            name += "::" + self.take(kind="ident")
-            overload = ""
-            if self.peek("."):
-                self.take(".")
-                overload = self.take(kind="ident")
-            self.take("(")
-            return _Node("call", name=name, overload=overload, args=self.items(self.argument, ")"))
-        if self.peek("("):
-            if name != "dtype":
-                self.fail(f"unknown function '{name}'; ops name their namespace (aten::add.Tensor), "
-                          "and the one built-in is dtype(tensor)", column)
-            self.take("(")
-            arg = self.take(kind="ident")
-            self.take(")")
-            return _Node("dtype", name=arg)
-        if self.peek("["):
-            self.take("[")
-            if self.peek(kind="number") and not re.fullmatch(r"-?\d+", self.tokens[self.pos][1]):
-                self.fail(f"an index is an integer, found '{self.tokens[self.pos][1]}'")
-            text = self.take(kind="number")
-            index = int(text)
-            self.take("]")
-            return _Node("index", name=name, index=index)
-        return _Node("name", name=name)
-
-    def items(self, item, closing: str) -> tuple:
-        """item(), item(), ... up to `closing` (taken); none at all is allowed."""
-        found = []
-        if not self.peek(closing):
-            found.append(item())
-            while self.peek(","):
-                self.take(",")
-                found.append(item())
-        self.take(closing)
-        return tuple(found)
-
-    def argument(self):
-        if self.peek(kind="ident") and self.pos + 1 < len(self.tokens) and self.tokens[self.pos + 1][1] == "=":
-            keyword = self.take(kind="ident")
-            self.take("=")
-            return (keyword, self.expr())
-        return ("", self.expr())
+def _node(tree: dict) -> _Node:
+    """A _Node from the core's JSON tree (backplane_c_formula_tree in core/src/c_api/formula_tree.cpp)."""
+    kind = tree["kind"]
+    if kind == "call":
+        args = tuple((a["keyword"], _node(a["value"])) for a in tree["args"])
+        return _Node(kind, name=tree["name"], overload=tree["overload"], args=args)
+    if kind == "list":
+        return _Node(kind, args=tuple(_node(item) for item in tree["items"]))
+    if kind == "literal":
+        return _Node(kind, value=tree["value"])
+    return _Node(kind, name=tree["name"], index=tree.get("index", 0))  # name, index, dtype
 
 
 class Formula:
@@ -160,7 +74,7 @@ class Formula:
 
     @classmethod
     def parse(cls, text: str) -> Formula:
-        return cls(text, _Parser(text).parse())
+        return cls(text, _parse(text))
 
     @property
     def tree(self) -> _Node:
