@@ -23,6 +23,6 @@ for device in ${DEVICES:-cuda cpu}; do
   done
 done
 if [ -z "${SKIP_GUARDS:-}" ]; then
-  timeout 400 python3 -m pytest tests/python/test_aoti_guards.py tests/python/test_custom_class.py -q -rs -s -k "${GUARDS_K:-not nothing}" \
+  timeout 400 python3 -m pytest tests/python/aoti/test_aoti_guards.py tests/python/ops/test_custom_class.py -q -rs -s -k "${GUARDS_K:-not nothing}" \
     -p no:cacheprovider > "$OUT/guards.log" 2>&1; echo "guards pytest rc=$?"; grep -E "static-libstdc|passed|failed|Error" "$OUT/guards.log" | tail -8
 fi

@@ -55,7 +55,7 @@ for step in $STEPS; do
         --ops rms_norm,rms_norm_backward,softmax,softmax_backward > "$OUT/racecheck.log" 2>&1
       echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|every implemented" "$OUT/racecheck.log" ;;
     cudatests)
-      timeout 300 "$P" -m pytest -q -x tests/python/test_cuda.py tests/python/test_cuda_dependent_launch.py \
+      timeout 300 "$P" -m pytest -q -x tests/python/cuda/test_cuda.py tests/python/cuda/test_cuda_dependent_launch.py \
         > "$OUT/cudatests.log" 2>&1
       echo "cudatests rc=$?"; grep -E "passed|failed|Error" "$OUT/cudatests.log" | tail -5 ;;
     launch)
@@ -76,7 +76,7 @@ for step in $STEPS; do
         timeout 150 "$P" -m backplane bench --backends cuda --repetitions 3 --no-compile --ops add,mul --shapes $large \
           --dtypes bfloat16,float16,float32 --json "$OUT/large_dl$dl.json" > "$OUT/large_dl$dl.txt" 2>&1
         echo "64M rows, dependent launch $dl: rc=$?"
-        timeout 60 "$P" bench/host_cost.py --device cuda --rounds 11 --ops add,rms_norm,rms_norm_backward \
+        timeout 60 "$P" -m backplane.bench.host_cost --device cuda --rounds 11 --ops add,rms_norm,rms_norm_backward \
           > "$OUT/host_cost_dl$dl.txt" 2>&1
         echo "host cost, dependent launch $dl: rc=$?"
       done

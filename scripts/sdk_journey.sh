@@ -67,7 +67,7 @@ echo "$out"
 step "3. fill one op (mul) and check it"
 sed -i -e 's|  TORCH_CHECK_NOT_IMPLEMENTED(false, .*|  at::mul_out(out, a, b);|' \
        -e 's|^// BACKPLANE_KERNEL(CPU, mul, acme::mul)|BACKPLANE_KERNEL(CPU, mul, acme::mul)|' \
-       -e 's|#include <backplane/kernel.h>|#include <backplane/kernel.h>\n#include <ATen/ops/mul.h>|' "$WORK/acme/kernels/mul.cpp"
+       -e 's|#include <backplane/plugin/kernel.h>|#include <backplane/plugin/kernel.h>\n#include <ATen/ops/mul.h>|' "$WORK/acme/kernels/mul.cpp"
 cmake --build "$WORK/acme/build" --parallel >/dev/null
 "$PREFIX_CLI" check acme --plugin-path "$WORK/acme/build/lib" --ops mul
 t1=$(date +%s)
@@ -90,7 +90,7 @@ ops:
     backward: {x: "aten::gelu_backward(grad, x)"}
 YAML
 cat > "$WORK/acme/kernels/fused_gelu.cpp" <<'CPP'
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -137,7 +137,7 @@ out=$("$PREFIX_CLI" check nova --plugin-path "$WORK/nova/build/lib")
 [ "$(grep -c "not implemented on nova" <<<"$out")" = "$n_ops" ] || fail "expected $n_ops ops 'not implemented on nova': $out"
 sed -i -e 's|  TORCH_CHECK_NOT_IMPLEMENTED(false, .*|  launch(out.device().index(), "backplane::mul", [=] { at::Tensor h = host_view(out); at::mul_out(h, host_view(a), host_view(b)); });|' \
        -e 's|^// BACKPLANE_KERNEL(PrivateUse1, mul, backplane::nova::mul)|BACKPLANE_KERNEL(PrivateUse1, mul, backplane::nova::mul)|' \
-       -e 's|#include <backplane/kernel.h>|#include <backplane/kernel.h>\n#include <ATen/ops/mul.h>\n#include "../launch.h"|' "$WORK/nova/kernels/mul.cpp"
+       -e 's|#include <backplane/plugin/kernel.h>|#include <backplane/plugin/kernel.h>\n#include <ATen/ops/mul.h>\n#include "device/launch.h"|' "$WORK/nova/kernels/mul.cpp"
 cmake --build "$WORK/nova/build" --parallel >/dev/null
 "$PREFIX_CLI" check nova --plugin-path "$WORK/nova/build/lib" --ops mul
 t1=$(date +%s)
@@ -254,7 +254,7 @@ TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$WORK/venv213/bin/python" -c "import torch, cty
 "$WORK/prefix/bin/backplane" check cpu_stable --plugin-path "$WORK/stable/build/lib" --ops mul,add,crop,identity_conv,scale_
 (cd "$ROOT" && BACKPLANE_STABLE_PLUGIN_DIR="$WORK/stable/build/lib" BACKPLANE_STABLE_TARGET=2.13 \
   BACKPLANE_LIB_DIR="$BUILD/lib" BACKPLANE_BIN="$BUILD/bin/backplane" PYTHONPATH="$ROOT/python" \
-  "$PY" -m pytest -q -p no:cacheprovider tests/python/test_stable_abi.py)
+  "$PY" -m pytest -q -p no:cacheprovider tests/python/plugins/test_stable_abi.py)
 step "8. a stable-ABI scaffold built for torch 2.13, checked under this torch, shipped as a wheel"
 "$PREFIX_CLI" new-backend vega --dispatch-key CPU --stable-abi --torch-target 2.13 --dir "$WORK/vega"
 vega_cmake=(-DCMAKE_PREFIX_PATH="$WORK/prefix" -DBACKPLANE_PYTHON="$PY" -DCMAKE_CXX_COMPILER="$CXX_CHOSEN"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The stable ABI on a GPU machine, after `make test` built the tree there (docs/shipping-a-plugin.md):
 #   1. a cuda_stable binary built elsewhere on newer torch headers (TORCH_TARGET 2.11, e.g. on
-#      the CI machine's torch 2.14.1) passes tests/python/test_stable_abi.py under this
+#      the CI machine's torch 2.14.1) passes tests/python/plugins/test_stable_abi.py under this
 #      machine's torch: conformance, opcheck, the caller's stream, CUDA graphs, selection;
 #   2. the cost: the stable plugins beside the full-ABI ones (mul, identity_conv, scale_) on
 #      CUDA (CUDA graphs) and on the CPU, and the per-call host cost of each (call_overhead
@@ -14,7 +14,7 @@ PY=$(cat "$BUILD/.python")
 export PYTHONPATH=$PWD/python BACKPLANE_LIB_DIR=$PWD/$BUILD/lib BACKPLANE_BIN=$PWD/$BUILD/bin/backplane
 echo "== 1. cuda_stable from $other ($(sed -n 's/^torch_version: //p' "$other/libbackplane_cuda_stable.manifest.yaml")"\
      "target) under torch $("$PY" -c 'import torch; print(torch.__version__)')"
-BACKPLANE_STABLE_CUDA_PLUGIN_DIR=$other "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/test_stable_abi.py
+BACKPLANE_STABLE_CUDA_PLUGIN_DIR=$other "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/plugins/test_stable_abi.py
 bench=("$BUILD/bin/backplane" bench --plugin-path "$other:$PWD/$BUILD/tests/fixtures" --no-compile)
 echo "== 2a. CUDA: cuda beside cuda_stable, CUDA graphs"
 "${bench[@]}" --backends cuda,cuda_stable --ops mul,identity_conv,scale_ --dtypes float32,bfloat16 \

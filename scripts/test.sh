@@ -26,7 +26,7 @@ t0=$SECONDS
 # The npu tests in a process of their own: a registered PrivateUse1 device becomes
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
-npu_tests=(tests/python/test_npu_*.py backends/npu/tests)  # test_npu_autoload.py among them
+npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py among them
 # With pytest-xdist (setup installs it where it can), tests run on three workers per four
 # cores, at least 2 and at most 12, and the npu process beside them; an AOTI package that
 # several tests share is compiled once per run by whichever worker needs it first

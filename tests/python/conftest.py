@@ -1,6 +1,7 @@
 import contextlib
 import fcntl
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +17,8 @@ if "PYTEST_XDIST_WORKER" in os.environ and "TORCHINDUCTOR_CACHE_DIR" not in os.e
 
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}_{os.environ['PYTEST_XDIST_WORKER']}"
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "python"))
 
 import backplane  # noqa: E402
 
@@ -30,6 +32,20 @@ def child_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in SELECTION_VARIABLES}
     env.update(extra)
     return env
+
+
+def run_python(program: str | Path, *args, env: dict | None = None, unset: tuple = (), timeout: float = 300,
+               cwd=None, flags: tuple = ()) -> subprocess.CompletedProcess:
+    """Runs `program` (a program's text, or the Path of a program file) in a fresh Python,
+    `args` as its sys.argv[1:], and returns the finished process with its output as text.
+    The child imports this checkout's backplane (PYTHONPATH), gets child_env() without the
+    variables in `unset`, then `env`; `flags` go to the interpreter (-W ignore). A fresh
+    process is how a test loads plugins, crashes or hangs without touching this session."""
+    environ = {k: v for k, v in child_env(PYTHONPATH=str(REPO / "python")).items() if k not in unset}
+    environ.update(env or {})
+    source = [str(program)] if isinstance(program, Path) else ["-c", program]
+    return subprocess.run([sys.executable, *flags, *source, *map(str, args)], capture_output=True, text=True,
+                          env=environ, timeout=timeout, cwd=cwd)
 
 
 @contextlib.contextmanager

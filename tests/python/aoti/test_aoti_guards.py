@@ -5,19 +5,18 @@ tests on CPU:
    CXX, and an unknown package is probe-loaded in a child process first;
 2. a fake class that predicts other strides than the real method makes the package
    compute wrong numbers: the pipeline's own verification must fail loudly."""
-import os
 import subprocess
 import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
+from conftest import run_python  # noqa: E402
 from backplane.aoti import libstdcxx as guard  # noqa: E402
 from models import pipeline  # noqa: E402
 
@@ -91,28 +90,7 @@ def test_static_libstdcxx_package_end_to_end(tmp_path, static_gxx):
     print(f"static-libstdc++ package on torch {torch.__version__}: {outcome[:200]}")
 
 
-WRONG_FAKE = textwrap.dedent("""
-    import sys, torch
-    sys.path.insert(0, {repo!r})
-    from torch._library.fake_class_registry import deregister_fake_class, register_fake_class
-    from models import pipeline
-
-    deregister_fake_class("backplane::IdentityConv")
-
-    @register_fake_class("backplane::IdentityConv")
-    class WrongFake:  # predicts channels-last; the real forward returns contiguous
-        def __init__(self, channels):
-            self.c = channels
-        @classmethod
-        def __obj_unflatten__(cls, flat):
-            return cls(**dict(flat))
-        def forward(self, x):
-            return torch.empty_like(x, memory_format=torch.channels_last)
-        def channels(self):
-            return self.c
-
-    sys.exit(pipeline.main(["aoti", "identity", "--out", {out!r}]))
-""")
+WRONG_FAKE = Path(__file__).with_name("programs") / "wrong_fake_class.py"
 
 
 @pytest.mark.slow
@@ -122,9 +100,7 @@ def test_a_wrong_fake_class_never_gives_wrong_numbers(tmp_path):
     2.14.1 (CPU), it did not for this model with torch 2.11 on the GPU machine's CPU.
     Either way nothing wrong may pass: a failure must say why, and a package the pipeline
     accepted must reproduce its input exactly, checked here independently."""
-    script = WRONG_FAKE.format(repo=str(REPO), out=str(tmp_path))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    result = run_python(WRONG_FAKE, tmp_path)
     output = result.stdout + result.stderr
     if result.returncode != 0:
         # Either torch's input-stride check or the pipeline's comparison stopped it.

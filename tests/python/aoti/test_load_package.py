@@ -2,11 +2,9 @@
 for. Inputs in another layout (channels_last, transposed, sliced, offset) are copied into
 the compiled one and give the right numbers, which torch's own loader does not guarantee;
 a wrong dtype, device, rank or size is refused naming the input and both layouts."""
-import os
 import shutil
-import subprocess
-import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +13,7 @@ import backplane
 from backplane.aoti import layouts
 from backplane.aoti.archive import check_entries
 from backplane.aoti.layouts import read_layouts
-from conftest import Plain
+from conftest import Plain, run_python
 
 
 def inputs(batch=4):
@@ -63,22 +61,14 @@ def test_other_layouts_are_converted_and_exact(plain_package, foreign_package, w
     assert "(5, 1)" in run.converted[0] or "copied from strides (1, 4)" in run.converted[0], run.converted
 
 
-HAZARD = """
-import sys, torch
-raw = torch._inductor.aoti_load_package(sys.argv[1])
-x, y = torch.randn(4, 3, 4, 5), torch.randn(4, 5)
-right = raw(x, y)
-print(torch.equal(right, x * 2 + y[:, None, None, :]), torch.equal(raw(x.contiguous(memory_format=torch.channels_last), y), right))
-"""
+HAZARD = Path(__file__).with_name("programs") / "unguarded_channels_last.py"
 
 
 def test_the_hazard_is_real_without_the_guard(plain_package):
     """Why the guard exists: torch's loader, without its optional check
     (AOTI_RUNTIME_CHECK_INPUTS, which load_package sets in this process), reads a
     channels_last input with the compiled strides and returns other numbers."""
-    env = {k: v for k, v in os.environ.items() if k != "AOTI_RUNTIME_CHECK_INPUTS"}
-    result = subprocess.run([sys.executable, "-c", HAZARD, str(plain_package[0])], capture_output=True, text=True,
-                            env=env)
+    result = run_python(HAZARD, plain_package[0], unset=("AOTI_RUNTIME_CHECK_INPUTS",))
     assert result.stdout.split() == ["True", "False"], result.stdout + result.stderr[-2000:]
 
 

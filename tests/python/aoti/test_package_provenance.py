@@ -24,7 +24,7 @@ from backplane.aoti import packaging_hook
 from backplane.aoti.plugins import ENTRY, PluginRecord, backplane_ops, read_record
 from conftest import child_env, made_once_per_run
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 CHILD = Path(__file__).with_name("package_provenance_child.py")

@@ -4,7 +4,6 @@ use a crafted archive and cost no compile; the others share one compiled package
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -12,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import Plain
+from conftest import Plain, run_python
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 
 
@@ -87,15 +86,7 @@ def test_a_wrong_dtype_is_refused_naming_both_layouts(plain_package, tmp_path):
             "sizes (2..1024, 3, 4, 5) dense in dimension order [0, 1, 2, 3], found float64 cpu sizes [16, 3, 4, 5]") in out
 
 
-ON_NPU = """
-import sys, torch, backplane
-backplane.load("npu")
-io = torch.load(sys.argv[1], weights_only=True)
-for case in io["cases"]:
-    case["expected"] = [t.to("npu") for t in case["expected"]]
-torch.save(io, sys.argv[1])
-print(torch.load(sys.argv[1], weights_only=True, map_location=None)["cases"][0]["expected"][0].device)
-"""
+ON_NPU = Path(__file__).with_name("programs") / "expected_on_npu.py"
 
 
 def test_a_reference_saved_on_another_device_is_compared_on_the_cpu(plain_package, tmp_path):
@@ -104,9 +95,7 @@ def test_a_reference_saved_on_another_device_is_compared_on_the_cpu(plain_packag
     written in a child process: a registered PrivateUse1 device must not leak into the
     CUDA tests (scripts/test.sh)."""
     torch.save(reference(), tmp_path / "io.pt")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    made = subprocess.run([sys.executable, "-c", ON_NPU, str(tmp_path / "io.pt")], capture_output=True, text=True,
-                          env=env)
+    made = run_python(ON_NPU, tmp_path / "io.pt")
     assert made.returncode == 0 and made.stdout.strip() == "npu:0", made.stdout + made.stderr[-2000:]
     code, out = run(plain_package[0], tmp_path / "io.pt", backends="cpu,npu")
     assert code == 0 and out.count("matches bit for bit") == 2, out

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import backplane
+from conftest import run_python
 
-PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
+PYTHON_DIR = str(Path(__file__).resolve().parents[3] / "python")
 
 
 def test_load_returns_the_record():
@@ -51,7 +52,7 @@ def test_explicit_directory_is_searched_after_the_installed_plugins(tmp_path):
 def test_ops_is_the_coverage_matrix():
     table = {op.name: op for op in backplane.ops()}
     # The registry file is the only list of ops.
-    yaml_text = (Path(__file__).resolve().parents[2] / "registry" / "ops.yaml").read_text()
+    yaml_text = (Path(__file__).resolve().parents[3] / "registry" / "ops.yaml").read_text()
     assert list(table) == re.findall(r"^  - schema: (\w+)\(", yaml_text, re.M)
     add = table["add"]
     assert add.schema == "add(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor"
@@ -66,8 +67,7 @@ def test_info():
 
 
 def _python(code, **env):
-    full_env = {**os.environ, "PYTHONPATH": PYTHON_DIR, **env}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
+    return run_python(code, env=env, timeout=120)
 
 
 def test_environment_loads_at_import():

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import child_env
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 COMMANDS = ["list", "ops", "check", "run"]

@@ -1,14 +1,14 @@
 """Docs that run: every ```python example block in README.md and docs/*.md runs here, from
 the repository root with python/ on the path (the C++ example blocks are compiled and
 run by ctest: tests/docs/CMakeLists.txt)."""
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import run_python
+
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "docs"))
 from extract_examples import examples  # noqa: E402
 
@@ -23,7 +23,5 @@ def test_the_readme_has_examples_in_both_languages():
 @pytest.mark.parametrize("doc,index,code", PYTHON_EXAMPLES,
                          ids=[f"{d.relative_to(REPO)}#{i}" for d, i, _ in PYTHON_EXAMPLES])
 def test_python_example_runs(doc, index, code):
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    env.pop("BACKPLANE_BACKENDS", None)
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    r = run_python(code, cwd=REPO)
     assert r.returncode == 0, f"{doc.relative_to(REPO)}, example {index}:\n{r.stderr[-3000:]}"

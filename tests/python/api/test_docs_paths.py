@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 

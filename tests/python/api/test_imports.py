@@ -5,7 +5,7 @@ way round; no module of the package imports, at its top, one that imports it bac
 import ast
 from pathlib import Path
 
-PYTHON = Path(__file__).resolve().parents[2] / "python"
+PYTHON = Path(__file__).resolve().parents[3] / "python"
 
 
 def _modules() -> dict[str, Path]:

@@ -5,13 +5,13 @@ unbacked symbols". Uses a copy of the `acme` fixture plugin whose fragment's for
 wrong, in a child process (defined ops stay defined for the life of a process)."""
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import run_python
+
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 
@@ -35,9 +35,7 @@ try:
 except RuntimeError as e:
     print(str(e).splitlines()[0])
 """
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    env.pop("BACKPLANE_BACKENDS", None)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    done = run_python(code)
     assert done.returncode == 0, done.stderr[-3000:]
     line = done.stdout.strip()
     assert line.startswith("acme::fused_gelu: its backward formula for 'x' ("), line

@@ -1,6 +1,7 @@
-"""backplane.formula: the registry's call grammar in Python (what the bench's torch.compile
+"""backplane.formula: the registry's formulas evaluated in Python (what the bench's torch.compile
 rows compile as PyTorch's side). Each op's reference, evaluated here in float64, must give what the
-op gives on its first registry sample; bad formulas are refused naming the column."""
+op gives on its first registry sample; bad formulas are refused naming the column, in the words
+of the core's parser (core/src/registry/formula_parse.cpp), which parses for Python too."""
 import re
 
 import pytest
@@ -76,13 +77,30 @@ def test_strings_and_none_are_arguments():
     ("aten::gelu(x, approximate='tanh)", "column 27: unterminated string: no closing '"),
     ("[" * 101 + "]" * 101, "column 101: nested deeper than 100 calls or lists"),
     ("mul(grad, 2)", "column 1: unknown function 'mul'; ops name their namespace (aten::add.Tensor), and the one built-in is dtype(tensor)"),
-    ("aten::mul(grad", "column 15: expected )"),
+    ("aten::mul(grad", "column 15: expected ')'"),  # the core parser's words (Python's own said `expected )`)
     ("aten::add.Tensor(a, b) x", "column 24: unexpected 'x'"),
     ("aten::narrow(img, -1, box[1.5], box[3])", "column 27: an index is an integer, found '1.5'"),
 ])
 def test_bad_formulas_are_refused_naming_the_column(text, message):
     with pytest.raises(FormulaError, match=re.escape(f"formula '{text}', {message}")):
         Formula.parse(text)
+
+
+def test_the_whole_text_reaches_the_parser():
+    # The C API takes the text with its length: a NUL does not end the formula early.
+    with pytest.raises(FormulaError, match="formula 'aten::neg.default\\(x\\)"):
+        Formula.parse("aten::neg.default(x)\x00junk")
+
+
+def test_the_tree_is_the_core_parsers():
+    # What sharding/formula_facts.py reads: kinds, names, overloads, keywords and literals.
+    tree = Formula.parse("aten::gelu.default([x, box[2]], approximate='tanh', scale=1.0, n=2, flag=None)").tree
+    assert (tree.kind, tree.name, tree.overload) == ("call", "aten::gelu", "default")
+    (_, items), *keywords = tree.args
+    assert [(n.kind, n.name, n.index) for n in items.args] == [("name", "x", 0), ("index", "box", 2)]
+    assert [(k, n.kind, n.value, type(n.value)) for k, n in keywords] == [
+        ("approximate", "literal", "tanh", str), ("scale", "literal", 1.0, float), ("n", "literal", 2, int),
+        ("flag", "literal", None, type(None))]
 
 
 def test_a_name_not_given_is_named():

@@ -1,7 +1,8 @@
 """The registry's formulas mean the same in both evaluators: Python's (backplane/formula.py,
 which the bench and these tests use) and the core's C++ one (reference_expr), which the
-conformance suite, autograd and forward-mode AD use. Kept as two on purpose (the C API has
-no entry point that evaluates a formula); this test holds them together.
+conformance suite, autograd and forward-mode AD use. Both evaluate the one tree the core's
+parser gives (Python receives it through the C API), so the grammar cannot disagree; what
+each evaluator does with a node can, and this test holds them together.
 
 Each formula is evaluated by both on the same float64 values (the op's first registry
 sample), under a dispatch mode that records every op call: the calls the Python evaluator

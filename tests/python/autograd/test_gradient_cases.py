@@ -16,7 +16,7 @@ from pathlib import Path
 import backplane
 from conftest import child_env
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURE_DIR = BACKPLANE.parent.parent / "tests" / "fixtures" / "swapped_grad"
 FRAGMENT = FIXTURE_DIR / "libbackplane_swapped_grad.ops.yaml"  # the plugin's copy, as messages name it

@@ -16,7 +16,7 @@ import backplane
 from samples import require_kernel, why_cuda_unavailable
 
 # The core's autograd is one for every backend; on CUDA the fused kernels and the references
-# it evaluates run on the GPU. (npu: tests/python/test_npu_autograd.py, in its own process.)
+# it evaluates run on the GPU. (npu: tests/python/npu/test_npu_autograd.py, in its own process.)
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(bool(why_cuda_unavailable()),
                                                                 reason=why_cuda_unavailable() or "cuda"))]
 
@@ -136,7 +136,7 @@ def test_torch_func_grad_of_rms_norm_is_not_zero_at_magnitude_300(dtype):
 @pytest.mark.parametrize("op_name", [n for n in _ops_with("reference") if _functional(n)])
 def test_jvp_tangents_equal_float64(op_name, dtype, device):
     """Ops that write an argument (scale_, sin_out) take their tangent from the same
-    evaluation; tests/python/test_forward_ad.py checks them in float64."""
+    evaluation; tests/python/autograd/test_forward_ad.py checks them in float64."""
     require_kernel(op_name, device)
     info = _info(op_name)
     for case, values in _cases(op_name, dtype, device):

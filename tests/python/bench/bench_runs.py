@@ -1,4 +1,4 @@
-"""Engine results made up for the bench tests (test_bench.py, test_bench_compare.py): rows
+"""Engine results made up for the bench tests (test_bench.py, test_compare.py): rows
 as Google Benchmark writes them, with chosen timings."""
 
 

@@ -71,6 +71,26 @@ def test_unknown_names_are_refused_naming_the_known_ones():
     assert done.returncode == 2 and "--dtypes: 'int8' is not one of the floating dtypes" in done.stderr
 
 
+@pytest.mark.parametrize("flags, env, message", [
+    (["--backends=cpu,,cuda"], None, "--backends 'cpu,,cuda' has an empty entry: expected backend names separated "
+                                     "by ',' ('none' loads none)"),
+    (["--backends", "none,cpu"], None, "--backends 'none,cpu': 'none' loads no backend, so it stands alone"),
+    (["--backends=none"], None, "--backends 'none': 'none' loads no backend, which leaves nothing to benchmark"),
+    ([], "cpu,,cuda", "BACKPLANE_BACKENDS='cpu,,cuda' has an empty entry: expected backend names separated by ',' "
+                      "('none' loads none; unset it to benchmark cpu)"),
+    ([], "none", "BACKPLANE_BACKENDS='none': 'none' loads no backend, which leaves nothing to benchmark"),
+])
+def test_engine_reads_backend_lists_by_the_cli_rule(flags, env, message):
+    # The core's backend_names (loader.h) reads the list, as for `backplane --backends`:
+    # an empty entry and "none" are refused before anything loads, not taken as names.
+    engine = str(backplane.lib_dir().parent / "bin" / "backplane_bench")
+    environ = {k: v for k, v in os.environ.items() if k != "BACKPLANE_BACKENDS"}
+    if env is not None:
+        environ["BACKPLANE_BACKENDS"] = env
+    done = subprocess.run([engine, *flags, "--ops=add"], capture_output=True, text=True, timeout=60, env=environ)
+    assert done.returncode == 2 and f"backplane_bench: {message}\n" in done.stderr, done.stderr[-2000:]
+
+
 def test_cli_bench_prints_the_table_and_writes_json(tmp_path):
     out = tmp_path / "b.json"
     done = subprocess.run([str(CLI), "bench", "--backends", "cpu", "--ops", "mul", "--dtypes", "float32",

@@ -127,14 +127,22 @@ def test_compile_with_input_is_refused(run, tmp_path, capsys):
 
 
 def test_the_stop_rule_is_the_engines():
-    from backplane.bench.sampling import StopRule, relative_spread, should_stop, stop_rule
+    """Python asks bench/adaptive_stop.h (through lib/backplane_bench_c_api.so) rather than
+    deciding: the defaults and decisions below are the engine's."""
+    from dataclasses import replace
+
+    from backplane.bench.native import StopRule, default_stop_rule, relative_spread, should_stop
+    from backplane.bench.timing import stop_rule
 
     assert relative_spread([5, 1, 4, 2, 3]) == pytest.approx(1 / 3)  # (q75 4 - q25 2) / (2 * median 3)
-    rule = StopRule()
+    rule = default_stop_rule()
+    assert rule == StopRule(min_seconds=0.05, max_seconds=0.5, target_spread=0.02, min_samples=5)
     steady = [1.0] * 5
     assert not should_stop(steady, 0.049, rule) and should_stop(steady, 0.05, rule)
     assert not should_stop([1.0, 2.0, 3.0, 4.0, 5.0], 0.2, rule) and should_stop([1.0, 9.0], 0.5, rule)
-    assert stop_rule(min_time=2) == StopRule(min_seconds=2, max_seconds=2)  # an unset maximum is at least the minimum
+    assert not should_stop([], 1.0, rule)  # one sample at least, whatever the time
+    # an unset maximum is at least the minimum
+    assert stop_rule(min_time=2) == replace(rule, min_seconds=2, max_seconds=2)
     with pytest.raises(ValueError, match="--max-time: expected at least --min-time \\(1 s\\), found 0.5"):
         stop_rule(min_time=1, max_time=0.5)
 

@@ -1,5 +1,5 @@
 """bench/results/: each current table is what `backplane bench --side-by-side` makes of the
-JSON it names (bench/results/update.py), so no table is edited by hand; and the links
+JSON it names (scripts/update_bench_results.py), so no table is edited by hand; and the links
 between the results pages lead somewhere."""
 import importlib.util
 import re
@@ -10,12 +10,12 @@ import pytest
 
 from backplane import bench
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "bench" / "results"
 
 
 def _update():
-    spec = importlib.util.spec_from_file_location("bench_results_update", RESULTS / "update.py")
+    spec = importlib.util.spec_from_file_location("bench_results_update", ROOT / "scripts" / "update_bench_results.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -39,14 +39,14 @@ def test_current_table_is_generated_from_its_json(name, monkeypatch):
     monkeypatch.chdir(ROOT)  # the commands in a table name their JSON from the repository root
     committed = (RESULTS / name).read_text()
     assert committed == UPDATE.render(name), (
-        f"bench/results/{name} differs from what bench/results/update.py writes from its JSON; "
+        f"bench/results/{name} differs from what scripts/update_bench_results.py writes from its JSON; "
         "run the script instead of editing the table")
 
 
 def test_every_table_page_is_listed_and_every_current_run_is_used():
     pages = {p.name for p in RESULTS.glob("*.md")} - {"README.md", "method.md"}
-    assert set(UPDATE.TABLES) <= pages, "a table page update.py writes is missing"
-    # Any other page holds figures of another tool (compile_device.py, test times), written
+    assert set(UPDATE.TABLES) <= pages, "a table page scripts/update_bench_results.py writes is missing"
+    # Any other page holds figures of another tool (backplane.bench.compile_device, test times), written
     # by hand: it must say the command that made them, and be listed in the index.
     index = (RESULTS / "README.md").read_text()
     for name in sorted(pages - set(UPDATE.TABLES)):

@@ -1,4 +1,4 @@
-"""`backplane tune` (python/backplane/tuning.py): how measurements become a selection
+"""`backplane tune` (python/backplane/bench/tune.py): how measurements become a selection
 file, and, end to end, cpu_alt against cpu on add (tests/fixtures/alt_plugin.cpp: as fast
 as aten's for small tensors, several times slower for large ones, by construction). The
 decisions are checked on given figures (--from-json); the engine run is checked for what
@@ -14,11 +14,11 @@ import pytest
 
 import backplane
 from conftest import child_env
-from backplane import tuning
+from backplane.bench import tune
 from backplane.bench import rows as bench_rows
 from tune_runs import context as _context, row as _row, two_sizes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 OPS = backplane.ops()
@@ -26,7 +26,7 @@ OPS = backplane.ops()
 
 def _decision(rows, backends=("fast", "slow"), margin=0.05, context=None):
     results = {"context": context or _context(*backends), "benchmarks": rows}
-    return tuning.decide(results, OPS, list(backends), margin)
+    return tune.decide(results, OPS, list(backends), margin)
 
 
 def _decide(rows, backends=("fast", "slow"), margin=0.05, context=None):
@@ -37,7 +37,7 @@ def _decide(rows, backends=("fast", "slow"), margin=0.05, context=None):
 
 
 def test_sizes_come_from_the_largest_tensor_of_each_preset():
-    sizes = tuning.preset_sizes(next(op for op in OPS if op.name == "add"))
+    sizes = tune.preset_sizes(next(op for op in OPS if op.name == "add"))
     assert sizes["4K_elements"] == 4096 and sizes["1M_broadcast_row"] == 1 << 20 and sizes["64M_elements"] == 1 << 26
 
 
@@ -84,7 +84,7 @@ def test_ops_of_one_plugin_and_other_devices_are_left_out():
 @pytest.mark.filterwarnings("ignore:.*names plugins that are not loaded")  # a and b are names only
 def test_the_written_file_is_read_back_by_the_core(tmp_path):
     path = tmp_path / "selection.yaml"
-    path.write_text(tuning.selection_yaml(_decide(two_sizes(), ("a", "b")), {"command": 'backplane tune "quoted"'}))
+    path.write_text(tune.selection_yaml(_decide(two_sizes(), ("a", "b")), {"command": 'backplane tune "quoted"'}))
     before = backplane.selection_file()
     try:
         assert backplane.apply_selection(path) == str(path)
@@ -112,12 +112,12 @@ def test_an_op_the_run_never_timed_on_its_second_plugin_is_said():
     ops = [dataclasses.replace(op, backends={"a": ("float32",), "b": ("float32",)}) if op.name == "add" else op
            for op in OPS]
     rows = [_row("add", "a", "4K_elements", 1.0), _row("add", "a", "1M_elements", 2.0)]
-    decision = tuning.decide({"context": _context("a", "b"), "benchmarks": rows}, ops, ["a", "b"], 0.05)
+    decision = tune.decide({"context": _context("a", "b"), "benchmarks": rows}, ops, ["a", "b"], 0.05)
     assert decision.entries == []
     assert decision.left_out == ["add on CPU: only a has rows; b also serves it here and has none (a run cut off "
                                  "before it?), so no size is decided"]
     # A plugin that does not implement the op is no reason to say anything.
-    assert tuning.decide({"context": _context("a", "b"), "benchmarks": rows}, OPS, ["a", "b"], 0.05).left_out == []
+    assert tune.decide({"context": _context("a", "b"), "benchmarks": rows}, OPS, ["a", "b"], 0.05).left_out == []
 
 
 def test_a_size_missing_one_dtype_of_a_plugin_is_left_out():

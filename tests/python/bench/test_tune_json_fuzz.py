@@ -3,7 +3,7 @@ scripts/fuzz.sh) on a few inputs: it runs, and a finding fails it with the input
 import importlib.util
 from pathlib import Path
 
-_PATH = Path(__file__).resolve().parents[1] / "fuzz" / "tune_json_reader.py"
+_PATH = Path(__file__).resolve().parents[2] / "fuzz" / "tune_json_reader.py"
 _spec = importlib.util.spec_from_file_location("tune_json_reader", _PATH)
 fuzz = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fuzz)
@@ -17,7 +17,7 @@ def test_a_short_seeded_run_finds_nothing(tmp_path, capsys):
 
 
 def test_an_exception_other_than_the_readers_is_a_finding(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(fuzz.tuning, "decide", lambda *a: 1 / 0)
+    monkeypatch.setattr(fuzz.tune, "decide", lambda *a: 1 / 0)
     assert fuzz.main(["--seed", "7", "--count", "300", "--seconds", "100000", "--artifacts", str(tmp_path)]) == 1
     assert "ZeroDivisionError" in capsys.readouterr().err
     (kept,) = tmp_path.iterdir()

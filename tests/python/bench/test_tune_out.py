@@ -1,4 +1,4 @@
-"""The file `backplane tune` writes (python/backplane/tuning_file.py): --out checked before
+"""The file `backplane tune` writes (python/backplane/bench/selection_file.py): --out checked before
 any timing, every string quoted, the text read back by the core, and the file it replaces
 kept whole whatever fails. Run here on made-up figures (--from-json, tune_runs.py)."""
 import errno
@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 import backplane
-from backplane import bench, tuning, tuning_file
+from backplane import bench
+from backplane.bench import selection_file, tune
 from bench_runs import no_run
 from conftest import child_env
 from tune_runs import context, figures, row, tune_in_process, two_sizes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 OLD = "# the selection file in use\n"
 
@@ -48,7 +49,7 @@ def _refused(capsys, status, old):
 def test_out_is_refused_before_any_timing(out, found, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bench, "run", no_run)
     out = out.format(tmp=tmp_path)
-    assert tuning.main(["--backends", "a,b", "--json", str(tmp_path / "run.json"), "--out", out]) == 2
+    assert tune.main(["--backends", "a,b", "--json", str(tmp_path / "run.json"), "--out", out]) == 2
     assert f"backplane tune: {found.format(tmp=tmp_path)}" in capsys.readouterr().err
 
 
@@ -91,7 +92,7 @@ def test_a_failed_write_keeps_the_old_file_whole(tmp_path, monkeypatch, old, cap
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(tuning_file.os, "fsync", full)
+    monkeypatch.setattr(selection_file.os, "fsync", full)
     run = figures(tmp_path / "run.json", two_sizes())
     err = _refused(capsys, tune_in_process(monkeypatch, "--from-json", run, "--out", old), old)
     assert f"backplane tune: --out {old}: cannot write it: No space left on device" in err
@@ -120,10 +121,10 @@ def test_the_selection_in_force_is_kept_after_the_read_back(tmp_path, monkeypatc
 @pytest.mark.parametrize("name", ["null", "NULL", "true", "on"])
 def test_every_string_is_quoted(name, tmp_path):
     # Plugin names that YAML reads as null or booleans unquoted; the core refused `plugin: null`.
-    decision = tuning.decide({"context": context(name, "b"), "benchmarks": two_sizes(name, "b")},
+    decision = tune.decide({"context": context(name, "b"), "benchmarks": two_sizes(name, "b")},
                              backplane.ops(), [name, "b"])
     path = tmp_path / "sel.yaml"
-    path.write_text(tuning.selection_yaml(decision.entries, {"machine": name}))
+    path.write_text(tune.selection_yaml(decision.entries, {"machine": name}))
     text = path.read_text()
     assert f'plugin: "{name}"' in text and f'"{name}": 1.0' in text and f'machine: "{name}"' in text
     try:
@@ -134,9 +135,9 @@ def test_every_string_is_quoted(name, tmp_path):
 
 def test_unprintable_text_stays_on_its_line_and_is_read_back(tmp_path):
     text = 'a\n"b"\\\x00\u2028\U000e0001'
-    assert tuning_file.quoted(text) == '"a\\x0a\\"b\\"\\\\\\x00\\u2028\\U000e0001"'
+    assert selection_file.quoted(text) == '"a\\x0a\\"b\\"\\\\\\x00\\u2028\\U000e0001"'
     path = tmp_path / "sel.yaml"
-    path.write_text(tuning.selection_yaml([], {"machine": text}))
+    path.write_text(tune.selection_yaml([], {"machine": text}))
     assert len(path.read_text().splitlines()) == 6
     try:
         backplane.apply_selection(path)

@@ -4,7 +4,7 @@ and `backplane tune` run in this process on them (--from-json: no timing)."""
 import json
 
 import backplane
-from backplane import tuning
+from backplane.bench import tune
 
 
 def context(*backends, key="CPU"):
@@ -35,7 +35,7 @@ def figures(path, rows, ctx=None, backends=("a", "b")):
 
 
 def tune_in_process(monkeypatch, *args, backends="a,b"):
-    """tuning.main on --from-json figures, here, with made-up plugins: loading them is left
+    """tune.main on --from-json figures, here, with made-up plugins: loading them is left
     out (they are names only); the core still reads back the file written."""
     monkeypatch.setattr(backplane, "load", lambda *a, **k: None)
-    return tuning.main(["--backends", backends, *map(str, args)])
+    return tune.main(["--backends", backends, *map(str, args)])

@@ -13,7 +13,7 @@ import pytest
 
 import backplane
 
-KERNELS = Path(__file__).resolve().parents[2] / "backends" / "cuda" / "kernels"
+KERNELS = Path(__file__).resolve().parents[3] / "backends" / "cuda" / "kernels"
 _GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(([^{;]*?)\)\s*\{", re.S)
 
 

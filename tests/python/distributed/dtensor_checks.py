@@ -1,4 +1,4 @@
-"""Run by tests/python/test_dtensor_sharding.py under torch.distributed.run, 2 processes,
+"""Run by tests/python/distributed/test_dtensor_sharding.py under torch.distributed.run, 2 processes,
 gloo on the CPU: every registry op, on its registry samples, under every placement its
 generated rule allows, equals the op on full tensors, with no collective inside the call;
 gradients through DTensors equal full-tensor ones; a DTensor program with backplane ops

@@ -2,7 +2,7 @@
 tensor-parallel decoder, whose norms and residual adds reach Backplane's ops as DTensors
 (through the sharding rules `import backplane` registers), equals one device, forward and
 training steps, on the CPU (gloo: CI runs it) and on two GPUs (NCCL); FSDP2 training equals
-one GPU. The DDP check is tests/python/test_ddp.py."""
+one GPU. The DDP check is tests/python/distributed/test_ddp.py."""
 import os
 import subprocess
 import sys
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TWO_GPUS = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
                               reason="needs two CUDA devices (NCCL, one process per GPU)")
 

@@ -12,7 +12,7 @@ import torch
 import backplane
 from backplane.sharding import ShardingRefused, rule_for, strategies
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="this torch has no torch.distributed")
 
 

@@ -16,7 +16,7 @@ from backplane.aoti.archive import check_entries
 from backplane.aoti.layouts import read_layouts
 from conftest import Plain
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 RECORD = "plain/" + layouts.ENTRY
 NOT_UTF8 = b"backplane-inputs 1\ninput 0 x\xff float32 cpu sizes=2..1024,3,4,5 order=0,1,2,3\ninput 1 y other\n"

@@ -5,46 +5,20 @@ plugin should be is refused, never read (a read would block `backplane list` and
 import for good)."""
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import child_env
+from conftest import child_env, run_python
+from fault_plugins import hanging_plugin, plugin_copy
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
-FAULTS = BACKPLANE.parent.parent / "tests" / "fixtures" / "faults"
-HANG = "#include <unistd.h>\nnamespace { const int hung = (pause(), 0); }  // never returns from dlopen\n"
-
-
-def plugin_copy(folder: Path, fault: str, name: str | None = None) -> Path:
-    """The fixture plugin init_<fault> (throws, aborts, exits) copied into `folder` as
-    libbackplane_<name>.so with its manifest renamed to match."""
-    name = name or f"init_{fault}"
-    folder.mkdir(exist_ok=True)
-    shutil.copy(FAULTS / f"libbackplane_init_{fault}.so", folder / f"libbackplane_{name}.so")
-    manifest = (FAULTS / f"libbackplane_init_{fault}.manifest.yaml").read_text()
-    (folder / f"libbackplane_{name}.manifest.yaml").write_text(manifest.replace(f"init_{fault}", name))
-    return folder / f"libbackplane_{name}.so"
-
-
-def hanging_plugin(folder: Path) -> None:
-    """libbackplane_init_hangs.so: its static initializer never returns. One small C++ file,
-    no torch headers; the manifest is init_exits's, renamed."""
-    plugin_copy(folder, "exits", "init_hangs")
-    (folder / "hang.cpp").write_text(HANG)
-    cxx = os.environ.get("CXX", "c++")
-    subprocess.run([cxx, "-shared", "-fPIC", "-o", str(folder / "libbackplane_init_hangs.so"), str(folder / "hang.cpp")],
-                   check=True, timeout=120)
 
 
 def python(code: str, tmp_path: Path, **env) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k not in ("BACKPLANE_BACKENDS", "BACKPLANE_PLUGIN_PATH")}
-    environ.update({"XDG_CACHE_HOME": str(tmp_path / "cache"), **env})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=300)
+    return run_python(code, env={"XDG_CACHE_HOME": str(tmp_path / "cache"), **env}, unset=("BACKPLANE_PLUGIN_PATH",))
 
 
 LOADED = "import backplane; print(sorted(b.name for b in backplane.backends() if b.status == 'loaded'))"
@@ -83,6 +57,23 @@ def test_a_plugin_that_hangs_while_opening_is_killed_and_left_out(tmp_path):
     (warning,) = left_out(done.stderr)
     assert "init_hangs (" in warning
     assert "did not finish opening within 3 s in a child process probe (killed); not opened here" in warning
+
+
+def test_python_reads_the_commands_verdict(tmp_path):
+    """`backplane __probe_in_child` owns the probe, its timeout and its wording; Python reads
+    its one line (backplane_plugins._VERDICT_*)."""
+    plugin = plugin_copy(tmp_path / "faults", "aborts")
+    env = child_env(BACKPLANE_PLUGIN_PATH=str(plugin.parent), BACKPLANE_FIXTURE_FAULT="1")
+
+    def verdict(name):
+        return subprocess.run([str(BACKPLANE), "__probe_in_child", name, ""], capture_output=True, text=True,
+                              env=env, timeout=120)
+
+    failed, passed = verdict("init_aborts"), verdict("cpu")
+    assert failed.returncode == 0 and failed.stdout == (
+        "backplane-probe: failed: crashed while opening, with signal 6 (Aborted), in a child process probe; "
+        "not opened here\n")
+    assert passed.returncode == 0 and passed.stdout == "backplane-probe: passed\n"
 
 
 def test_the_probe_is_cached_by_the_files_identity(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BIN = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane")).parent
 CHECK = BIN / "backplane_registry_check"
 OPS = (REPO / "registry" / "ops.yaml").read_text()

@@ -1,9 +1,12 @@
 """Names and files from outside the process: a backend name that is not a plain
 identifier (a NUL once truncated it), and a plugin directory whose manifests hold
 bytes that are not UTF-8 (they once broke backplane.backends() for every backend)."""
+from pathlib import Path
+
 import pytest
 
 import backplane
+from conftest import child_env, run_python
 
 
 @pytest.mark.parametrize("name", ["cpu\x00../x", "cpu\x00", "c pu", "cpü", "a-b", "1cpu"])
@@ -44,15 +47,7 @@ def test_manifest_bytes_that_are_not_utf8_never_break_backends(tmp_path, monkeyp
     assert "manifest names backend 'bad\ufffd', expected 'badname'" in found["badname"].reason
 
 
-LYING_PLUGIN = """
-import sys, torch, backplane
-backplane.load("cpu")
-try:
-    backplane.load("liar", path=sys.argv[1])
-    raise SystemExit("a plugin whose manifest lies was loaded")
-except backplane.BackendError as e:
-    print(e)
-"""
+LYING_PLUGIN = Path(__file__).with_name("programs") / "load_lying_plugin.py"
 
 
 @pytest.mark.parametrize("lie", ["ops: []", "dispatch_key: CUDA"])
@@ -61,11 +56,8 @@ def test_a_manifest_that_lies_about_registrations_is_caught_after_dlopen(tmp_pat
     that declares no ops, or another key, it passes every check made before dlopen; what the
     library then registered is compared with the manifest, and the load fails naming both
     (its kernel stays registered in that process: the reason says to restart)."""
-    import os
     import shutil
     import subprocess
-    import sys
-    from pathlib import Path
 
     fixtures = backplane.lib_dir().parent / "tests" / "fixtures"
     shutil.copy(fixtures / "libbackplane_fixture_dup.so", tmp_path / "libbackplane_liar.so")
@@ -73,17 +65,14 @@ def test_a_manifest_that_lies_about_registrations_is_caught_after_dlopen(tmp_pat
     key, value = lie.split(": ")
     manifest = "\n".join(f"{key}: {value}" if line.startswith(key + ":") else line for line in manifest.splitlines())
     (tmp_path / "libbackplane_liar.manifest.yaml").write_text(manifest.replace("registration: direct", "registration: core"))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "python")}
-    env.pop("BACKPLANE_BACKENDS", None)
-    r = subprocess.run([sys.executable, "-c", LYING_PLUGIN, str(tmp_path)], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = run_python(LYING_PLUGIN, tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "backend 'liar' failed" in r.stdout, r.stdout
     assert "registered a CPU kernel for backplane::identity_conv (registered at " in r.stdout, r.stdout
     assert "dup_plugin.cpp" in r.stdout and "restart it without this plugin" in r.stdout, r.stdout
     # `backplane list` probes it in a child first: listed as failed, never opened in its own process.
     listed = subprocess.run([str(backplane.lib_dir().parent / "bin" / "backplane"), "list", "--json", "--plugin-path",
-                             str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+                             str(tmp_path)], capture_output=True, text=True, env=child_env(), timeout=120)
     import json
 
     found = {b["name"]: b for b in json.loads(listed.stdout)["backends"]}

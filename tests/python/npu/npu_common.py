@@ -1,18 +1,16 @@
 """What the npu test files (test_npu_*.py) share. Importing it loads the npu plugin; pytest
 runs these files in a process of their own (scripts/test.sh: a registered PrivateUse1
 device becomes torch's accelerator, which the CUDA tests must not see)."""
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import backplane
+from conftest import run_python
 
 backplane.load("npu")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # The fallback's once-per-op warnings are the feature under test in test_npu_fallback.py;
 # elsewhere they would only repeat. Each file's pytestmark.
@@ -26,6 +24,4 @@ def same(got, expected):
 
 def run_alone(code, timeout=120):
     """Runs code in a fresh process with npu loaded; a crash there fails one test, not the suite."""
-    return subprocess.run([sys.executable, "-W", "ignore", "-c", "import torch, backplane; backplane.load('npu')\n" + code],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    return run_python("import torch, backplane; backplane.load('npu')\n" + code, flags=("-W", "ignore"), timeout=timeout)

@@ -1,7 +1,6 @@
 """`pip install ./python` registers the torch.backends entry point: `import torch`
 alone then loads the plugins and installs torch.npu; TORCH_DEVICE_BACKEND_AUTOLOAD=0
 turns it off. Installed with --no-deps and no build isolation (no network)."""
-import os
 import shutil
 import subprocess
 import sys
@@ -9,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_python
+from fault_plugins import hanging_plugin, plugin_copy
+
 import backplane
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +37,7 @@ def site(tmp_path_factory):
 
 def _import_torch(site, first="torch", **env):
     code = f"import {first}; import torch; print(hasattr(torch, 'npu') and torch.npu.device_count())"
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BACKPLANE_BACKENDS")}
-    environ.update({"PYTHONPATH": str(site), "BACKPLANE_LIB_DIR": str(backplane.lib_dir()), **env})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ,
-                          cwd=site, timeout=300)
+    return run_python(code, env={"PYTHONPATH": str(site), "BACKPLANE_LIB_DIR": str(backplane.lib_dir()), **env}, cwd=site)
 
 
 def test_import_torch_autoloads_npu(site):
@@ -112,16 +111,6 @@ def test_a_build_for_another_torch_warns_once_naming_both(site, tmp_path):
     assert f"was built against torch 2.0.1, this Python runs torch {torch.__version__}" in warning
 
 
-FAULTS = Path(os.environ.get("BACKPLANE_BIN", ROOT / "build" / "bin" / "backplane")).parent.parent / "tests" / "fixtures" / "faults"
-
-
-def _copy_fault_plugins(folder):
-    folder.mkdir()
-    for fault in ("exits", "aborts", "throws"):
-        for suffix in (".so", ".manifest.yaml"):
-            shutil.copy(FAULTS / f"libbackplane_init_{fault}{suffix}", folder)
-
-
 def test_plugins_that_exit_abort_throw_or_hang_while_opening_are_left_out(site, tmp_path):
     """`import torch` used to end silently with rc 0 (exit), die with 134 (abort), hang, or
     lose the plugins after a throw. Each plugin is now opened in a child process first: the
@@ -129,7 +118,8 @@ def test_plugins_that_exit_abort_throw_or_hang_while_opening_are_left_out(site, 
     import finds the first one's probes in the cache; a plugin that never returns from its
     initializer is killed after BACKPLANE_PROBE_TIMEOUT seconds."""
     faults = tmp_path / "faults"
-    _copy_fault_plugins(faults)
+    for fault in ("exits", "aborts", "throws"):
+        plugin_copy(faults, fault)
     env = dict(BACKPLANE_PLUGIN_PATH=str(faults), BACKPLANE_FIXTURE_FAULT="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
     done = _import_torch(site, **env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -140,11 +130,7 @@ def test_plugins_that_exit_abort_throw_or_hang_while_opening_are_left_out(site, 
     assert "crashed while opening, with signal 6 (Aborted), in a child process probe" in warning
     assert "its static initializer threw while opening: init_throws" in warning
 
-    (faults / "hang.cpp").write_text("#include <unistd.h>\nnamespace { const int hung = (pause(), 0); }\n")
-    subprocess.run([os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-o", str(faults / "libbackplane_init_hangs.so"),
-                    str(faults / "hang.cpp")], check=True, timeout=120)
-    manifest = (faults / "libbackplane_init_exits.manifest.yaml").read_text().replace("init_exits", "init_hangs")
-    (faults / "libbackplane_init_hangs.manifest.yaml").write_text(manifest)
+    hanging_plugin(faults)
     done = _import_torch(site, **env, BACKPLANE_PROBE_TIMEOUT="3")  # the others come from the cache
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "2"

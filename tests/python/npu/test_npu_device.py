@@ -1,15 +1,14 @@
 """The npu device (PrivateUse1, emulated) from Python: the device module and tensor
 methods, tensors to, from and between its devices, the current device, the device count,
 and loading the plugin."""
-import os
 import subprocess
-import sys
 
 import pytest
 import torch
 
 import backplane
-from npu_common import QUIET_FALLBACK, ROOT, same
+from conftest import run_python
+from npu_common import QUIET_FALLBACK, same
 from samples import DTYPES
 
 pytestmark = QUIET_FALLBACK
@@ -72,8 +71,7 @@ def test_device_indices_are_checked_before_they_narrow():
 def test_device_count_is_configurable():
     code = ("import torch, backplane; backplane.load('npu'); "
             "print(torch.npu.device_count(), torch.arange(3.0, device='npu:2').sum().item())")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python"), "BACKPLANE_NPU_DEVICE_COUNT": "3"})
+    done = run_python(code, env={"BACKPLANE_NPU_DEVICE_COUNT": "3"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "3.0"]
 
@@ -81,8 +79,7 @@ def test_device_count_is_configurable():
 @pytest.mark.parametrize("value", ["3x", "100000", "-3", " "])
 def test_a_malformed_device_count_is_an_error(value):
     code = "import backplane\nbackplane.load('npu')\n"
-    env = {**os.environ, "BACKPLANE_NPU_DEVICE_COUNT": value}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    done = run_python(code, env={"BACKPLANE_NPU_DEVICE_COUNT": value}, timeout=120)
     assert done.returncode != 0
     assert f"BACKPLANE_NPU_DEVICE_COUNT='{value}': expected an integer from 0 to 64" in done.stderr, done.stderr[-2000:]
 

@@ -8,30 +8,28 @@ process does on the global batch.
 The two ranks run once for the file (npu_distributed_ranks.py); each test reads its
 check from their reports."""
 import json
-import os
 import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 import torch.distributed as dist
 
-from npu_common import QUIET_FALLBACK, ROOT
+from conftest import run_python
+from npu_common import QUIET_FALLBACK
 from npu_distributed_ranks import CHECKS
 
 from backplane.distributed import register_device_collectives
 
 pytestmark = QUIET_FALLBACK
-RANKS = ROOT / "tests" / "python" / "npu_distributed_ranks.py"
+RANKS = Path(__file__).with_name("npu_distributed_ranks.py")
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     out = tmp_path_factory.mktemp("npu_ranks")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "NCCL_NVLS_ENABLE": "0",
-           "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    env = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
     try:
-        run = subprocess.run([sys.executable, str(RANKS), str(out)], env=env, capture_output=True, text=True,
-                             timeout=180)
+        run = run_python(RANKS, out, env=env, timeout=180)
         log = f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"
     except subprocess.TimeoutExpired as e:  # the checks reported before it count; the others fail
         log = f"timed out after {e.timeout} s\n{e.stdout}\n{e.stderr}"

@@ -1,11 +1,9 @@
 """A process using npu ends cleanly with work still queued: held streams, busy workers,
 and PyTorch's autograd threads right after a backward. Each case runs in a process of its
 own."""
-import os
-import subprocess
-import sys
 
-from npu_common import QUIET_FALLBACK, ROOT, run_alone
+from conftest import run_python
+from npu_common import QUIET_FALLBACK, run_alone
 
 pytestmark = QUIET_FALLBACK
 
@@ -18,8 +16,7 @@ def test_exit_with_queued_work_and_a_held_stream_is_clean():
             "for _ in range(20): torch.ops.backplane.scale_(x, 1.0001); "
             "y = torch.ops.backplane.rms_norm(x.view(1000, -1), torch.ones(4000, device='npu'), 1e-6)\n"
             "h = torch.npu._hold_stream(1); torch.ops.backplane.scale_(torch.ones(3, device='npu:1'), 2.0)")
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    done = run_python(code, flags=("-W", "ignore"), timeout=120)
     assert done.returncode == 0, done.stderr
 
 
@@ -47,7 +44,7 @@ def test_exit_right_after_a_backward_is_clean():
     # after waking the caller; a process ending then aborted ("terminate called without
     # an active exception") when that drop was the last reference to a tensor Python
     # knew. Without the plugin's exit-time drain this aborted in about 1 run in 6 here
-    # (and 2 of 3 runs of bench/host_cost.py --device npu): several runs, each must be
+    # (and 2 of 3 runs of python -m backplane.bench.host_cost --device npu): several runs, each must be
     # clean. A race, so a regression shows up as a failure most runs, not every run.
     code = """
 def main():

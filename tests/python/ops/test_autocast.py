@@ -5,17 +5,16 @@ the casts. CUDA cases skip, with the reason, where no GPU or cuda plugin is pres
 import functools
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import backplane
+from conftest import run_python
 from samples import op_names, require_kernel, results, samples, why_cuda_unavailable
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FAST = [torch.bfloat16, torch.float16]
 
 
@@ -226,7 +225,5 @@ with torch.autocast("cpu", dtype=torch.bfloat16):
     assert torch.ops.acme.fused_gelu(x).dtype == torch.float32  # promote: as called
     assert torch.ops.acme.fused_gelu(x.bfloat16()).dtype == torch.bfloat16
 """
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    env.pop("BACKPLANE_BACKENDS", None)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr[-3000:]

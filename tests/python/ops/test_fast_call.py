@@ -19,7 +19,7 @@ from backplane import fast_call
 
 from samples import op_names, require_kernel, results, twin_call
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(fast_call.status() != "on", reason=f"fast call {fast_call.status()}")
 
 

@@ -13,7 +13,7 @@ import torch
 
 import backplane
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 HERE = backplane.info()["torch"]  # this Backplane's torch, major.minor
 

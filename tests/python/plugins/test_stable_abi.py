@@ -13,16 +13,15 @@ the same for cuda_stable (one built on newer headers than the torch running it).
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import backplane
-from conftest import child_env
+from conftest import run_python
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_PLUGIN_DIR", FIXTURES))
@@ -38,8 +37,7 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="cuda_stabl
 
 
 def _child(code, **env):
-    full = child_env(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="none", **env)  # only what the code loads
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=300)
+    done = run_python(code, env={"BACKPLANE_BACKENDS": "none", **env})  # only what the code loads
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

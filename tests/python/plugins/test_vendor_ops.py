@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import run_python
+
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 FRAGMENT = FIXTURES / "libbackplane_acme.ops.yaml"
@@ -34,7 +36,7 @@ def env():
 
 def python(code, acme_path=FIXTURES):
     prelude = PRELUDE.format(path=str(acme_path))
-    r = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, env=env(), timeout=300)
+    r = run_python(prelude + code)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 

@@ -5,15 +5,14 @@ BACKPLANE_BACKENDS read by one rule in Python and in the `backplane` command."""
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import child_env
+from conftest import child_env, run_python
 from test_selection import run
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 CUDA_PLUGIN = BACKPLANE.parent.parent / "lib" / "libbackplane_cuda.so"
 
@@ -27,8 +26,7 @@ def cli(*args, **env):
 
 
 def python(code, **env):
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(**env),
-                          timeout=300)
+    return run_python(code, env=env)
 
 
 # --- prefer() -------------------------------------------------------------------------

@@ -1,13 +1,13 @@
 """Two CPU plugins serving one device: cpu and the fixture cpu_alt, whose identity_conv
 returns -x. Each test runs in a child process, so this session's plugins stay as they are."""
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import run_python
+
+REPO = Path(__file__).resolve().parents[3]
 FIXTURES = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane")).parent.parent / "tests" / "fixtures"
 
 PRELUDE = f"""
@@ -22,9 +22,7 @@ ident = torch.ops.backplane.identity_conv
 
 
 def run(code, **env):
-    full = {**os.environ, "PYTHONPATH": str(REPO / "python"), **env}
-    full.pop("BACKPLANE_BACKENDS", None)
-    r = subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True, env=full, timeout=300)
+    r = run_python(PRELUDE + code, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 

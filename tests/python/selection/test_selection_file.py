@@ -5,16 +5,15 @@ session's plugins and choices stay as they are."""
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 import backplane
-from conftest import child_env
+from conftest import child_env, run_python
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 
@@ -37,7 +36,6 @@ def _file(tmp_path, text, name="selection.yaml"):
 
 
 def _child(code, **env):
-    full = child_env(PYTHONPATH=str(REPO / "python"), **env)
     prelude = textwrap.dedent(f"""
         import warnings, torch, backplane
         warnings.simplefilter("ignore")
@@ -49,8 +47,7 @@ def _child(code, **env):
             return "cpu_alt" if torch.equal(y, -x) else "cpu" if torch.equal(y, x) else "wrong"
         FIXTURES = {str(FIXTURES)!r}
     """)
-    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
-                       env=full, timeout=300)
+    r = run_python(prelude + textwrap.dedent(code), env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -102,9 +99,7 @@ def test_environment_variable_and_a_plugin_missing_here(tmp_path):
 
 def test_a_bad_environment_file_is_a_warning_not_a_crash(tmp_path):
     path = _file(tmp_path, "backplane_selection: 2\nops: []\n")
-    full = {**os.environ, "PYTHONPATH": str(REPO / "python"), "BACKPLANE_SELECTION": str(path)}
-    r = subprocess.run([sys.executable, "-c", "import backplane; print(repr(backplane.selection_file()))"],
-                       capture_output=True, text=True, env=full, timeout=300)
+    r = run_python("import backplane; print(repr(backplane.selection_file()))", env={"BACKPLANE_SELECTION": str(path)})
     assert r.returncode == 0 and r.stdout.strip() == "''", r.stderr[-2000:]
     assert f"ignoring BACKPLANE_SELECTION: {path}:1:22: backplane_selection: expected version 1, found '2'" in r.stderr
 

@@ -6,23 +6,21 @@ it. Each case runs in a child process, so a regression fails on the timeout inst
 hanging the session; the core reader is shared with plugin manifests, whose cap is here too."""
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import child_env
-from test_hardening_loading import plugin_copy
+from conftest import child_env, run_python
+from fault_plugins import plugin_copy
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 CAP = 16 << 20  # kMaxTextFileBytes, core/src/plugins/posix_files.h
 TOO_LARGE = f"it holds more than 16 MiB ({CAP} bytes); expected a small text file"
 
 
 def python(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env=child_env(PYTHONPATH=str(REPO / "python"), **env))
+    return run_python(code, env=env, timeout=120)
 
 
 def refusal(path) -> str:
