@@ -18,7 +18,7 @@
 
 #include "capability.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 namespace backplane::cpu {
 

@@ -4,7 +4,7 @@
 // addresses share their offset modulo 16 take the 16-byte vector path.
 #include "elementwise.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

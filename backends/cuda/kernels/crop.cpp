@@ -3,7 +3,7 @@
 // strides from its first element; no view or intermediate is made.
 #include "bitwise_copy.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {
 

@@ -3,7 +3,7 @@
 // kernel (bitwise_copy).
 #include "bitwise_copy.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {
 

@@ -3,7 +3,7 @@
 // aligned contiguous operands take the 16-byte vector path (elementwise.cuh).
 #include "elementwise.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

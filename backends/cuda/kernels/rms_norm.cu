@@ -25,7 +25,7 @@
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

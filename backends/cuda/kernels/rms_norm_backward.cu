@@ -29,7 +29,7 @@
 #include "vector_access.cuh"
 #include "workspace.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

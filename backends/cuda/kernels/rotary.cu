@@ -14,7 +14,7 @@
 #include "dependent_launch.cuh"
 #include "elementwise.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

@@ -4,7 +4,7 @@
 // orders and merges its dimensions; elementwise.cuh peels the misaligned head).
 #include "elementwise.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

@@ -6,7 +6,7 @@
 // in place through their strides.
 #include "elementwise.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

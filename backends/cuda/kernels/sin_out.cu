@@ -3,7 +3,7 @@
 // opmath for float16 and bfloat16. out may be x itself, or strided.
 #include "elementwise.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

@@ -19,7 +19,7 @@
 #include "row_reduce.cuh"
 #include "vector_access.cuh"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>

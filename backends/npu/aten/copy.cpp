@@ -11,7 +11,7 @@
 //   stream, runs the copy, and the source's stream then waits for the copy, so later
 //   writes to the source cannot overtake it.
 // dtype conversion, broadcasting and strides are the CPU copy's (host_view).
-#include "../launch.h"
+#include "device/launch.h"
 #include "ops.h"
 
 #include <ATen/core/Tensor.h>

@@ -1,6 +1,6 @@
 // New npu tensors: the device allocator on the requested device.
-#include "../allocator.h"
-#include "../npu_stream.h"
+#include "device/allocator.h"
+#include "device/npu_stream.h"
 #include "ops.h"
 
 #include <ATen/EmptyTensor.h>

@@ -15,8 +15,8 @@
 // generator of the op's device), which the CPU kernel locks while it draws. The
 // fallback runs on the calling thread, inputs copied to the host first, so draws happen
 // in program order.
-#include "../generator.h"
-#include "../npu_stream.h"
+#include "device/generator.h"
+#include "device/npu_stream.h"
 #include "ops.h"
 
 #include <ATen/native/CPUFallback.h>

@@ -1,5 +1,5 @@
 // fill_ and zero_: queued on the current stream, like any kernel.
-#include "../launch.h"
+#include "device/launch.h"
 #include "ops.h"
 
 namespace backplane::npu {

@@ -8,7 +8,7 @@
 // Sizes, dtypes and devices are checked when the op is called, not when it runs: the op
 // runs first on meta tensors of the same sizes and strides, which raises PyTorch's own
 // messages and gives the output's sizes.
-#include "../launch.h"
+#include "device/launch.h"
 #include "ops.h"
 
 #include <ATen/ops/addmm.h>

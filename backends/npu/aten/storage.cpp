@@ -2,7 +2,7 @@
 // on the host; here the old bytes move in stream order.
 #include "storage.h"
 
-#include "../launch.h"
+#include "device/launch.h"
 #include "ops.h"
 
 #include <ATen/native/Resize.h>

@@ -14,8 +14,8 @@
 // Limit: a later update_constant_buffer must pass user_managed=true: otherwise torch's
 // container memcpy's from the device address into host memory, which crashes (its
 // methods are not virtual: the runner cannot intercept the call).
-#include "host_kernels.h"
-#include "npu_stream.h"
+#include "compile/host_kernels.h"
+#include "device/npu_stream.h"
 
 #include <ATen/DynamicLibrary.h>
 #include <ATen/ops/empty_strided.h>

@@ -1,9 +1,16 @@
-#include "host_kernels.h"
+// The launch of Inductor's host kernels: launch_host_kernel (host_kernels.h) for C++ (the
+// AOTInductor runner), and backplane_npu_launch_host_kernel for the Python wrapper code
+// (_host_kernels.py, through ctypes). The launch is the device runtime's, not an op: it
+// takes a function address and has no reference, dtypes or shape rule, so it has no
+// schema (schemas live in the registry alone) and does not go through the dispatcher.
+#include "compile/host_kernels.h"
 
-#include "launch.h"
+#include "device/c_api.h"
+#include "device/launch.h"
 
+#include <c10/core/TensorImpl.h>
+#include <c10/core/UndefinedTensorImpl.h>
 #include <c10/util/Exception.h>
-#include <torch/library.h>
 
 #include <optional>
 
@@ -31,16 +38,6 @@ std::optional<c10::Device> device_of(const std::string& name, const std::vector<
   TORCH_CHECK(!(device && host), "backplane npu: host kernel ", name, " got tensors on ", *device,
               " and on the CPU; expected them on one npu device (0-dim CPU scalars excepted), or all on the CPU");
   return device;
-}
-
-// The dispatcher's face of launch_host_kernel, for the Python wrapper code Inductor
-// generates (a call through torch.ops costs a few microseconds; the kernels it saves
-// cost a stream round trip each).
-void launch_op(int64_t entry, std::vector<at::Tensor> tensors, std::vector<int64_t> ints, std::vector<double> floats,
-               c10::string_view name) {
-  TORCH_CHECK(entry != 0, "backplane npu: host kernel ", name, ": null entry point");
-  launch_host_kernel(reinterpret_cast<HostKernelEntry>(entry), std::string(name), std::move(tensors), std::move(ints),
-                     std::move(floats));
 }
 
 }  // namespace
@@ -75,9 +72,22 @@ void launch_host_kernel(HostKernelEntry entry, const std::string& name, std::vec
 
 }  // namespace backplane::npu
 
-// Not a Backplane op: the device runtime's entry for generated code, in a namespace of
-// the device's own.
-TORCH_LIBRARY(npu_host, m) {
-  m.def("launch(int entry, Tensor[] tensors, int[] ints, float[] floats, str name) -> ()",
-        TORCH_FN(backplane::npu::launch_op));
+// The Python wrapper's launch (_host_kernels.launch): tensors[k] is the k-th tensor's
+// TensorImpl (torch.Tensor._cdata), held by the caller for the call; the launch takes
+// its own references. 0, or 1 with the refusal's message (as launch_host_kernel words it).
+BACKPLANE_NPU_C_API int backplane_npu_launch_host_kernel(int64_t entry, c10::TensorImpl* const* tensors,
+                                                        int64_t n_tensors, const int64_t* ints, int64_t n_ints,
+                                                        const double* floats, int64_t n_floats, const char* name,
+                                                        char* message, size_t size) {
+  return backplane::npu::guarded(message, size, [&] {
+    TORCH_CHECK(entry != 0, "backplane npu: host kernel ", name, ": null entry point");
+    std::vector<at::Tensor> args;
+    args.reserve(n_tensors);
+    for (int64_t k = 0; k < n_tensors; ++k)
+      args.emplace_back(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
+          tensors[k]));
+    backplane::npu::launch_host_kernel(reinterpret_cast<backplane::npu::HostKernelEntry>(entry), name, std::move(args),
+                                       std::vector<int64_t>(ints, ints + n_ints),
+                                       std::vector<double>(floats, floats + n_floats));
+  });
 }

@@ -1,6 +1,6 @@
-#include "allocator.h"
+#include "device/allocator.h"
 
-#include "launch.h"
+#include "device/launch.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>

@@ -2,10 +2,10 @@
 // ctypes): what torch's generic device APIs (torch.accelerator, torch.Stream,
 // torch.Event) do not cover. Every function that can fail returns 0 on success, else a
 // driver error code or 1 with a message (guarded below).
-#include "c_api.h"
-#include "allocator.h"
-#include "launch.h"
-#include "npu_stream.h"
+#include "device/c_api.h"
+#include "device/allocator.h"
+#include "device/launch.h"
+#include "device/npu_stream.h"
 
 #include <c10/util/Exception.h>
 

@@ -1,9 +1,9 @@
 // The npu generators (generator.h) and the C functions torch.npu's RNG calls
 // (python/backplane_npu/_random.py).
-#include "generator.h"
+#include "device/generator.h"
 
-#include "c_api.h"
-#include "npu_stream.h"
+#include "device/c_api.h"
+#include "device/npu_stream.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/from_blob.h>

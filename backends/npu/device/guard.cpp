@@ -1,7 +1,7 @@
 // The device guard: current device, streams and events for c10 (DeviceGuard,
 // StreamGuard, torch.Stream, torch.Event, torch.accelerator all come here).
-#include "launch.h"
-#include "npu_stream.h"
+#include "device/launch.h"
+#include "device/npu_stream.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>

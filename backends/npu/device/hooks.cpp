@@ -1,10 +1,10 @@
 // What PyTorch asks of a PrivateUse1 backend beyond the dispatcher: the device name
 // ("npu"), the hooks (availability, device queries, generators, pinned memory,
 // storage resize from Python). Registered when the plugin is opened.
-#include "allocator.h"
+#include "device/allocator.h"
 #include "aten/storage.h"
-#include "generator.h"
-#include "npu_stream.h"
+#include "device/generator.h"
+#include "device/npu_stream.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/util/Exception.h>

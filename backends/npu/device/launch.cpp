@@ -1,6 +1,6 @@
-#include "launch.h"
+#include "device/launch.h"
 
-#include "profiler.h"
+#include "profiler/profiler.h"
 
 #include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>

@@ -1,7 +1,7 @@
 // Running work on the device: what a kernel launch is in this stub.
 #pragma once
 
-#include "npu_stream.h"
+#include "device/npu_stream.h"
 
 #include <ATen/core/Tensor.h>
 

@@ -1,6 +1,6 @@
-#include "npu_stream.h"
+#include "device/npu_stream.h"
 
-#include "launch.h"
+#include "device/launch.h"
 
 #include <c10/util/Exception.h>
 

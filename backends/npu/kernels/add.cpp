@@ -1,8 +1,8 @@
 // add: a + alpha * b with broadcasting; float16/bfloat16 computed in float and
 // rounded once, as the CPU and CUDA backends do.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/ops/add.h>

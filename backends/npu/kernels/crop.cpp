@@ -1,8 +1,8 @@
 // crop: the window box = [top, left, height, width] of img's last two dimensions,
 // copied into a new contiguous tensor.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <array>
 

@@ -1,7 +1,7 @@
 // identity_conv: a new contiguous tensor equal to x bit for bit (any layout of x).
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 namespace backplane::npu {
 

@@ -1,8 +1,8 @@
 // mul: a * b with broadcasting; float16/bfloat16 computed in float and rounded once,
 // as the CPU and CUDA backends do.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/ops/mul.h>
 

@@ -1,8 +1,8 @@
 // mul_backward: (da, db) = (grad * b, grad * a) with broadcasting, on the stream; float16
 // and bfloat16 computed in float and rounded once, as mul does.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/ops/mul.h>
 

@@ -1,8 +1,8 @@
 // rms_norm: x / sqrt(mean(x^2 over the last dim) + eps) * weight, computed in opmath
 // (float for float16/bfloat16, else the dtype itself) and rounded once.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>

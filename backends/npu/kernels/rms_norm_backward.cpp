@@ -1,9 +1,9 @@
 // rms_norm_backward: (dx, dweight) on the stream, computed in opmath (float for
 // float16/bfloat16, else the dtype itself) and rounded once; dweight summed over every
 // row (zeros when x has none).
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>

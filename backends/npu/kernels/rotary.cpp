@@ -1,9 +1,9 @@
 // rotary: the pairs (x[..., i], x[..., i + D/2]) rotated by cos/sin[..., i], on the
 // stream; float16/bfloat16 computed in float and rounded once, as the CPU and CUDA
 // backends do.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>

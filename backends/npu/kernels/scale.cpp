@@ -1,9 +1,9 @@
 // scale_: x *= s in place, through x's own strides (a strided view writes only its
 // own elements). float16/bfloat16 are computed in float and rounded once: rounding s
 // to the tensor's dtype first would turn a scale of 1e6 into inf.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 

@@ -1,8 +1,8 @@
 // silu_mul: silu(gate) * up with broadcasting, on the stream; float16/bfloat16 computed
 // in float and rounded once, as the CPU and CUDA backends do.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/ops/mul.h>

@@ -1,8 +1,8 @@
 // silu_mul_backward: (dgate, dup) = (grad * up * silu'(gate), grad * silu(gate)) with
 // broadcasting, on the stream; float16/bfloat16 computed in float and rounded once.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/ops/mul.h>

@@ -1,7 +1,7 @@
 // sin_out: out = sin(x); out already has x's sizes (the contract checks it).
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/ops/sin.h>
 

@@ -1,8 +1,8 @@
 // softmax over the last dimension, computed in opmath (float for float16/bfloat16) and
 // rounded once. A zero-dimensional x is one row of one element.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/ops/_softmax.h>

@@ -1,9 +1,9 @@
 // softmax_backward: y * (grad - sum(grad * y)) over the last dimension, computed in
 // opmath (float for float16/bfloat16) and rounded once. A zero-dimensional y is one row
 // of one element.
-#include "../launch.h"
+#include "device/launch.h"
 
-#include <backplane/kernel.h>
+#include <backplane/plugin/kernel.h>
 
 #include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>

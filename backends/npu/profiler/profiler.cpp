@@ -13,10 +13,10 @@
 // for the current device only, torch.npu.synchronize()); a trace holding
 // both CUDA and npu kernels puts npu:0 and cuda:0 on the same pid (both use the device
 // index, as torch's FunctionEvent.device_index requires).
-#include "profiler.h"
+#include "profiler/profiler.h"
 
-#include "c_api.h"
-#include "npu_stream.h"
+#include "device/c_api.h"
+#include "device/npu_stream.h"
 
 #include <c10/util/ApproximateClock.h>
 #include <torch/csrc/profiler/stubs/base.h>

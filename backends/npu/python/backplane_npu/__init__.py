@@ -26,10 +26,11 @@ import sys
 import torch
 
 # The parts PyTorch 2 asks a device module for live in modules of their own, each named
-# for what it serves: _amp (autocast), _random (generators), _profiler, _inductor
-# (torch.compile and AOTInductor), _collectives (torch.distributed). Each has an
-# on_load(lib) that on_load below calls.
-from . import _amp, _collectives, _device_index, _inductor, _profiler, _random
+# for what it serves: _amp (autocast), _random (generators), _profiler, compile/
+# (torch.compile and AOTInductor, entered through compile._inductor), _collectives
+# (torch.distributed). Each has an on_load(lib) that on_load below calls.
+from . import _amp, _collectives, _device_index, _profiler, _random
+from .compile import _inductor
 from ._amp import get_amp_supported_dtype, is_bf16_supported
 from ._device_index import current_device, device_index as _checked_index
 from ._random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,

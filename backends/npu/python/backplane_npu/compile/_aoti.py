@@ -33,7 +33,8 @@ from __future__ import annotations
 import functools
 import re
 
-_DEVICE = __package__.removeprefix("backplane_")  # the device type: this package is backplane_<device>
+from ._device_type import DEVICE as _DEVICE
+
 _BIND = f"backplane_{_DEVICE}_aoti_bind"  # the model library's entry for the runner (aoti_runner.cpp)
 _NS = f"backplane_{_DEVICE}_aoti"
 BIND_VERSION = 1  # the launcher's signature below; aoti_runner.cpp passes the same
@@ -200,7 +201,7 @@ def _retarget_constructor(text: str) -> str:
     on_device = [int(i) for i in _CONSTANT_DEVICE.findall(text)]
     line_end = text.index("\n", body) + 1
     move = (
-        "    // Loads as a cpu model (see backplane_npu/_aoti.py's _retarget_constructor); the runner's bind moves it.\n"
+        "    // Loads as a cpu model (see backplane_npu/compile/_aoti.py's _retarget_constructor); the runner's bind moves it.\n"
         f"    {_NS}::on_loaded([this, index = {_NS}::device_index(device_str)] {{\n"
         "      device_type_ = aoti_torch_device_type_privateuse1();\n"
         "      device_idx_ = index;\n"

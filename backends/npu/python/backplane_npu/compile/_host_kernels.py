@@ -10,18 +10,18 @@ module appends a trampoline with one fixed signature,
 
 that calls `kernel` with the arguments in their declared types, compiles the whole with
 Inductor's own C++ code cache (so the warm cache serves it too), and hands its address
-to the plugin (host_kernels.cpp), which queues the call on the current stream of the
-tensors' device and translates the addresses on the stream's worker. No Python runs on
-the worker: the call is C to C.
+to the plugin (compile/host_kernels.cpp, through ctypes: the launch is the device
+runtime's, not an op, so it has no schema), which queues the call on the current stream
+of the tensors' device and translates the addresses on the stream's worker. No Python
+runs on the worker: the call is C to C.
 """
 from __future__ import annotations
 
 import ctypes
 import re
 
-import torch
-
 ENTRY = "backplane_npu_entry"
+_LAUNCH = "backplane_npu_launch_host_kernel"
 _INT_TYPES = {"int64_t", "long", "int", "int32_t", "bool", "uint64_t", "uintptr_t"}
 _FLOAT_TYPES = {"float", "double"}
 
@@ -66,16 +66,41 @@ def trampoline(argtypes: list[str]) -> tuple[str, list[str]]:
     return source, kinds
 
 
+_launch_fn = None  # the plugin's launch, bound by on_load
+
+
+def on_load(lib) -> None:
+    global _launch_fn
+    fn = getattr(lib, _LAUNCH)
+    fn.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                   ctypes.c_int64, ctypes.POINTER(ctypes.c_double), ctypes.c_int64, ctypes.c_char_p,
+                   ctypes.c_char_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    _launch_fn = fn
+
+
+def launch(entry: int, tensors: list, ints: list, floats: list, name: str) -> None:
+    """Queues the compiled function at `entry` on the current stream of the tensors'
+    device (at once where all are on the CPU); raises RuntimeError with the plugin's
+    message where it refuses the tensors (another device, mixed devices) or the entry."""
+    message = ctypes.create_string_buffer(1024)
+    # Tensor._cdata is the tensor's TensorImpl; the tensors list holds them for the call.
+    failed = _launch_fn(entry, (ctypes.c_void_p * len(tensors))(*(t._cdata for t in tensors)), len(tensors),
+                        (ctypes.c_int64 * len(ints))(*ints), len(ints), (ctypes.c_double * len(floats))(*floats),
+                        len(floats), name.encode(), message, len(message))
+    if failed:
+        raise RuntimeError(message.value.decode(errors="replace"))
+
+
 class HostKernel:
     """One compiled kernel: calling it queues it on the current npu stream and returns."""
 
-    __slots__ = ("name", "_entry", "_kinds", "_launch")
+    __slots__ = ("name", "_entry", "_kinds")
 
     def __init__(self, name: str, library: ctypes.CDLL, kinds: list[str]):
         self.name = name
         self._entry = ctypes.cast(getattr(library, ENTRY), ctypes.c_void_p).value
         self._kinds = kinds
-        self._launch = torch.ops.npu_host.launch.default
 
     def __call__(self, *args) -> None:
         if len(args) != len(self._kinds):
@@ -88,7 +113,7 @@ class HostKernel:
                 ints.append(int(arg))
             else:
                 floats.append(float(arg))
-        self._launch(self._entry, tensors, ints, floats, self.name)
+        launch(self._entry, tensors, ints, floats, self.name)
 
 
 _code_cache = None

@@ -30,14 +30,16 @@ import sys
 import torch
 
 from backplane.import_hooks import when_imported
+from . import _host_kernels
+from ._device_type import DEVICE as _DEVICE
 from ._inductor_patches import treat_as_cpp
 
-_DEVICE = __package__.removeprefix("backplane_")  # the device type: this package is backplane_<device>
 _plugin_files: list[str] = []  # the plugin library: its launch contract is part of the cache key
 
 
 def on_load(lib) -> None:
     _plugin_files.append(lib._name)
+    _host_kernels.on_load(lib)
     when_imported("torch._inductor.codegen.common", _register_inductor)
     when_imported("torch._dynamo.device_interface", _register_dynamo)
     treat_as_cpp(_DEVICE)
@@ -58,8 +60,9 @@ def _codegen_version():
     written by another version of either is never reused."""
     from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
-    here = os.path.dirname(__file__)
-    files = tuple(os.path.join(here, name) for name in sorted(os.listdir(here)) if name.endswith(".py"))
+    compile_dir = os.path.dirname(__file__)
+    files = tuple(os.path.join(folder, name) for folder in (os.path.dirname(compile_dir), compile_dir)
+                  for name in sorted(os.listdir(folder)) if name.endswith(".py"))
     files += tuple(_plugin_files)
 
     class CodegenVersion(CustomGraphModulePass):
@@ -128,7 +131,7 @@ def _register_dynamo(device_interface) -> None:
 
 
 def _interface(base):
-    mod = sys.modules[__package__]
+    mod = sys.modules[__package__.partition(".")[0]]  # torch.<device>
 
     class Interface(base):
         device = staticmethod(mod.device)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 
-from ._inductor import _DEVICE
+from ._device_type import DEVICE as _DEVICE
 
 _PYBINDING = "async_compile.cpp_pybinding("
 _COMPILE = "_host_kernels.compile_kernel"
