@@ -35,17 +35,18 @@ def child_env(**extra) -> dict:
 
 
 def run_python(program: str | Path, *args, env: dict | None = None, unset: tuple = (), timeout: float = 300,
-               cwd=None, flags: tuple = ()) -> subprocess.CompletedProcess:
+               cwd=None, flags: tuple = (), preexec_fn=None) -> subprocess.CompletedProcess:
     """Runs `program` (a program's text, or the Path of a program file) in a fresh Python,
     `args` as its sys.argv[1:], and returns the finished process with its output as text.
     The child imports this checkout's backplane (PYTHONPATH), gets child_env() without the
-    variables in `unset`, then `env`; `flags` go to the interpreter (-W ignore). A fresh
+    variables in `unset`, then `env`; `flags` go to the interpreter (-W ignore), and
+    `preexec_fn` to subprocess.run (to set a resource limit in the child). A fresh
     process is how a test loads plugins, crashes or hangs without touching this session."""
     environ = {k: v for k, v in child_env(PYTHONPATH=str(REPO / "python")).items() if k not in unset}
     environ.update(env or {})
     source = [str(program)] if isinstance(program, Path) else ["-c", program]
     return subprocess.run([sys.executable, *flags, *source, *map(str, args)], capture_output=True, text=True,
-                          env=environ, timeout=timeout, cwd=cwd)
+                          env=environ, timeout=timeout, cwd=cwd, preexec_fn=preexec_fn)
 
 
 @contextlib.contextmanager

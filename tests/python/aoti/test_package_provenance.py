@@ -5,7 +5,7 @@ the selection file; a refusal's hint is itself accepted; a package without the r
 refused while two loaded plugins serve one of its ops and nothing chose between them.
 `backplane run` (C++) and backplane.load_package (Python) behave the same.
 
-One AOTInductor compile (package_provenance_child.py make), shared by the tests; every
+One AOTInductor compile (programs/package_provenance_child.py make), shared by the tests; every
 other package is a copy with its record rewritten or removed."""
 import hashlib
 import io
@@ -22,12 +22,12 @@ import torch
 
 from backplane.aoti import packaging_hook
 from backplane.aoti.plugins import ENTRY, PluginRecord, backplane_ops, read_record
-from conftest import child_env, made_once_per_run
+from conftest import child_env, made_once_per_run, run_python
 
 REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
-CHILD = Path(__file__).with_name("package_provenance_child.py")
+CHILD = Path(__file__).with_name("programs") / "package_provenance_child.py"
 SPLIT_REFUSED = ("backplane::identity_conv on CPU was served by plugin 'cpu_alt<=64,cpu' when the package was made; "
                  "here 'cpu' serves it (loaded first; offered by cpu, cpu_alt)")
 UNRECORDED = ("the package records no plugins (it was made where Backplane did not record them), and "
@@ -36,10 +36,8 @@ UNRECORDED = ("the package records no plugins (it was made where Backplane did n
 
 
 def child(*args):
-    env = child_env(PYTHONPATH=os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")]),
-                    FIXTURES=str(FIXTURES))
-    return subprocess.run([sys.executable, str(CHILD), *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return run_python(CHILD, *args, env={"PYTHONPATH": os.pathsep.join([str(REPO / "python"), os.environ.get(
+        "PYTHONPATH", "")]), "FIXTURES": str(FIXTURES)}, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -198,8 +196,7 @@ def test_the_hook_records_a_package_and_leaves_the_result_alone(tmp_path):
 def test_the_hook_is_installed_whichever_comes_first(order):
     code = (f"{order}; import torch; f = torch._inductor.aoti_compile_and_package; "
             "print(getattr(f, '_backplane_records_plugins', False), f.__wrapped__.__module__)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=child_env(PYTHONPATH=str(REPO / "python")))
+    result = run_python(code)
     assert result.stdout.split() == ["True", "torch._inductor"], result.stdout + result.stderr[-2000:]
 
 

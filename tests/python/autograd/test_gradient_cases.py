@@ -9,12 +9,11 @@ defined for the life of a process."""
 import json
 import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import backplane
-from conftest import child_env
+from conftest import child_env, run_python
 
 REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -73,8 +72,7 @@ rows = {{str(g): [(r.case, r.dtype, r.outcome, r.detail) for r in backplane.chec
         for g in (True, False)}}
 print(json.dumps({{"samples": [s["name"] for s in op.samples], **rows}}))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env=child_env(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="none"))
+    done = run_python(code, env={"BACKPLANE_BACKENDS": "none"})
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(done.stdout)
     gradient = {case: (dtype, outcome, detail) for case, dtype, outcome, detail in rows["True"]
@@ -105,8 +103,7 @@ import json, torch, backplane
 backplane.load("npu")
 print(json.dumps([(r.outcome, r.detail) for r in backplane.check("npu", "add") if r.case.startswith("gradient/")]))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env=child_env(PYTHONPATH=str(REPO / "python"), BACKPLANE_BACKENDS="none"))
+    done = run_python(code, env={"BACKPLANE_BACKENDS": "none"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 

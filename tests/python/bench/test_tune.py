@@ -7,13 +7,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import backplane
-from conftest import child_env
+from conftest import child_env, run_python
 from backplane.bench import tune
 from backplane.bench import rows as bench_rows
 from tune_runs import context as _context, row as _row, two_sizes
@@ -192,8 +191,7 @@ backplane.load("cpu", selection={str(out)!r})
 assert s.buckets == ((4096, "cpu_alt"), (None, "cpu")), s
 print("ok")
 """
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                          env=child_env(PYTHONPATH=str(REPO / "python")), timeout=300)
+    done = run_python(check)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
@@ -257,6 +255,5 @@ for n in (4096, 4097, 1 << 20):
     torch.testing.assert_close(torch.ops.backplane.add(a, b), a + b)
 print("ok")
 """
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                          env=child_env(PYTHONPATH=str(REPO / "python")), timeout=300)
+    done = run_python(check)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]

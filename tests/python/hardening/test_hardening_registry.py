@@ -8,11 +8,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from conftest import run_python
 
 REPO = Path(__file__).resolve().parents[3]
 BIN = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane")).parent
@@ -157,7 +158,7 @@ for module in ("torch.ao.quantization.fx._decomposed", "torch.distributed.tensor
         pass
 print(" ".join(sorted({n.split("::")[0] for n in torch._C._dispatch_get_all_op_names()})))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = run_python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     return [n for n in done.stdout.split() if not n.startswith("_") and n != "backplane"]
 

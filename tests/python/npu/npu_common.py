@@ -22,6 +22,9 @@ def same(got, expected):
     torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0, equal_nan=True)
 
 
-def run_alone(code, timeout=120):
-    """Runs code in a fresh process with npu loaded; a crash there fails one test, not the suite."""
-    return run_python("import torch, backplane; backplane.load('npu')\n" + code, flags=("-W", "ignore"), timeout=timeout)
+def run_alone(program, timeout=120):
+    """Runs program in a fresh process with npu loaded, a crash there failing one test, not the
+    suite: a program's text (npu loaded first), or the Path of a file that loads npu itself."""
+    if not isinstance(program, Path):
+        program = "import torch, backplane; backplane.load('npu')\n" + program
+    return run_python(program, flags=("-W", "ignore"), timeout=timeout)

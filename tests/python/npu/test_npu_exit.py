@@ -2,8 +2,12 @@
 and PyTorch's autograd threads right after a backward. Each case runs in a process of its
 own."""
 
+from pathlib import Path
+
 from conftest import run_python
 from npu_common import QUIET_FALLBACK, run_alone
+
+PROGRAMS = Path(__file__).with_name("programs")
 
 pytestmark = QUIET_FALLBACK
 
@@ -23,18 +27,7 @@ def test_exit_with_queued_work_and_a_held_stream_is_clean():
 def test_exit_with_streams_events_and_busy_workers_is_clean():
     # Every stream of both devices has a worker with work queued when Python exits;
     # the process must end by itself, promptly and with status 0.
-    done = run_alone("""
-streams = [torch.npu.Stream(d) for d in (0, 1) for _ in range(6)]
-events = []
-for s in streams:
-    with torch.npu.stream(s):
-        x = torch.randn(200_000, device=s.device)
-        for _ in range(10):
-            torch.ops.backplane.scale_(x, 1.0001)
-        events.append(torch.npu.Event())
-        events[-1].record(s)
-print("queued", len(streams))
-""", timeout=60)
+    done = run_alone(PROGRAMS / "exit_with_busy_streams.py", timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "queued 12"
 
@@ -65,26 +58,7 @@ def test_exit_drain_starts_no_autograd_threads():
     # exist already: threads it started would each take the GIL while Python finalizes,
     # and abort the process. After a backward, it drains every npu index's thread, with
     # gradients turned off or not.
-    done = run_alone("""
-import os, backplane_npu
-def autograd_threads():
-    names = []
-    for t in os.listdir("/proc/self/task"):
-        try:
-            names.append(open(f"/proc/self/task/{t}/comm").read().strip())
-        except OSError:
-            pass  # a thread that ended since the listing
-    return sorted(n for n in names if n.startswith("pt_autograd_"))
-x = torch.ones(4, device="npu")
-torch.ops.backplane.scale_(x, 2.0)
-backplane_npu._drain_at_exit()
-print("without a backward:", autograd_threads())
-a = torch.ones(4, device="npu", requires_grad=True)
-torch.add(a, a).sum().backward()
-torch.set_grad_enabled(False)  # as an inference script after training might
-backplane_npu._drain_at_exit()
-print("after a backward:", len(backplane_npu._exit_backward_tensors), "drained")
-""", timeout=60)
+    done = run_alone(PROGRAMS / "exit_drain_threads.py", timeout=60)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "without a backward: []", done.stdout

@@ -1,15 +1,13 @@
 """npu memory: device addresses the host cannot read, fresh memory that shows reads of
 what nobody wrote, allocation errors, statistics, and pinned memory and generators from
 the device hooks."""
-import os
 import resource
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from npu_common import QUIET_FALLBACK, ROOT, same
+from conftest import run_python
+from npu_common import QUIET_FALLBACK, same
 
 pytestmark = QUIET_FALLBACK
 
@@ -19,9 +17,8 @@ def test_host_code_cannot_read_device_memory():
     # kernel handed an npu pointer by mistake) kills the process instead of working.
     code = ("import ctypes, torch, backplane; backplane.load('npu'); "
             "x = torch.zeros(4, device='npu'); torch.npu.synchronize(); ctypes.string_at(x.data_ptr(), 4)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")},
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # no core file
+    done = run_python(code, timeout=120,
+                      preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # no core file
     if "AddressSanitizer" in done.stderr:  # an ASan build (scripts/sanitizers.sh asan) reports the SEGV itself
         assert done.returncode != 0 and "SEGV" in done.stderr, (done.returncode, done.stderr)
     else:

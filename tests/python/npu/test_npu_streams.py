@@ -1,6 +1,8 @@
 """npu streams and events: kernels and copies wait for the work queued before them, a side
 stream needs a wait, a failure in queued work surfaces at synchronize, bad device and
 stream ids raise instead of aborting, and bad arguments are refused at the call."""
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -82,27 +84,7 @@ def test_events_and_elapsed_time():
 def test_bad_device_and_stream_ids_raise_and_never_abort():
     # c10 reaches the plugin through noexcept functions for these: a check that threw
     # there aborted the process. Each must be a RuntimeError naming the id and the range.
-    done = run_alone("""
-def expect(fn, text):
-    try:
-        fn()
-    except RuntimeError as e:
-        assert text in str(e), str(e)
-        print("refused:", text)
-    else:
-        raise SystemExit(f"no error, expected {text!r}")
-expect(lambda: torch.npu.current_stream(9), "backplane npu: device index 9 out of range; expected 0 <= index < 2")
-expect(lambda: torch.npu.default_stream(9), "backplane npu: device index 9 out of range; expected 0 <= index < 2")
-bad = torch.Stream(stream_id=99, device_index=0, device_type=torch.npu.default_stream(0).device_type)
-expect(lambda: torch.npu.stream(bad).__enter__(), "backplane npu: unknown stream id 99; expected 0 to 4")
-expect(lambda: torch.accelerator.current_stream(9).synchronize(), "device index 9 out of range")
-torch.accelerator.set_stream(bad)  # c10 cannot refuse it here: the first use does
-expect(lambda: torch.ones(2, device="npu:0"), "backplane npu: unknown stream id 99; expected 0 to 4")
-torch.accelerator.set_stream(torch.npu.default_stream(0))
-expect(lambda: torch.npu._queue_failure("x", device=9), "backplane npu: device index 9 out of range")
-expect(lambda: torch.npu._hold_stream(300), "backplane npu: device index 300 out of range")
-print(torch.ones(2, device="npu:0").sum().item())
-""")
+    done = run_alone(Path(__file__).with_name("programs") / "bad_device_and_stream_ids.py")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("refused:") == 7, done.stdout
     assert done.stdout.split()[-1] == "2.0"

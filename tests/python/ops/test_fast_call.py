@@ -3,8 +3,6 @@ Whatever the fast path takes must give exactly what torch.ops' own path gives (r
 gradients, errors); whatever it cannot convert must reach torch's path, __torch_function__
 included; the objects must stay the OpOverloadPacket/OpOverload torch.compile sees."""
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import backplane
 from backplane import fast_call
 
+from conftest import run_python
 from samples import op_names, require_kernel, results, twin_call
 
 REPO = Path(__file__).resolve().parents[3]
@@ -203,9 +202,10 @@ def test_torch_compile_fullgraph_sees_the_op():
 def test_off_switch_leaves_torch_objects_alone():
     code = ("import torch, backplane; from torch._ops import OpOverloadPacket; "
             "print(backplane.info()['fast_call']); print(type(torch.ops.backplane.add) is OpOverloadPacket)")
-    env = {**os.environ, "BACKPLANE_FAST_CALL": "0", "PYTHONPATH": os.pathsep.join(
-        [str(REPO / "python"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    done = run_python(code, env={"BACKPLANE_FAST_CALL": "0", "PYTHONPATH": os.pathsep.join(
+        [str(REPO / "python"), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
     assert out.split() == ["off:", "BACKPLANE_FAST_CALL=0", "True"]
 
 

@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO))
 
 from models import pipeline  # noqa: E402
 from models.spec import assert_matches  # noqa: E402
+from conftest import run_python  # noqa: E402
 
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 
@@ -250,6 +251,5 @@ with backplane.prefer("identity_conv", "cpu_alt"):
     run = backplane.load_package({str(packaged.artifact("pt2"))!r}, allow_plugin_change=True)
     assert any("packaged with 'cpu'" in n for n in run.plugins), run.plugins
 """
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr[-3000:]

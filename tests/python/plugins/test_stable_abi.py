@@ -28,6 +28,7 @@ PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_PLUGIN_DIR", FIXTURES))
 CUDA_PLUGIN_DIR = Path(os.environ.get("BACKPLANE_STABLE_CUDA_PLUGIN_DIR", FIXTURES))
 CPU_OPS = ("mul", "add", "crop", "identity_conv", "scale_")
 CUDA_OPS = ("mul", "identity_conv", "scale_")
+PROGRAMS = Path(__file__).with_name("programs")
 
 needs_cpu_stable = pytest.mark.skipif(not (PLUGIN_DIR / "libbackplane_cpu_stable.so").is_file(),
                                       reason=f"no cpu_stable plugin in {PLUGIN_DIR}")
@@ -36,8 +37,9 @@ needs_cuda_stable = pytest.mark.skipif(not (CUDA_PLUGIN_DIR / "libbackplane_cuda
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="cuda_stable runs on a GPU; none here")
 
 
-def _child(code, **env):
-    done = run_python(code, env={"BACKPLANE_BACKENDS": "none", **env})  # only what the code loads
+def _child(program, *args, **env):
+    """Runs program (text, or a file of programs/ given args) with no plugin loaded but its own."""
+    done = run_python(program, *args, env={"BACKPLANE_BACKENDS": "none", **env})  # only what the code loads
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -77,85 +79,23 @@ def test_the_binary_needs_no_libtorch_cpp_symbol(plugin):
                  id="cuda_stable"),
 ])
 def test_conformance_and_opcheck(plugin, directory, device, plugin_ops):
-    _child(f"""
-import torch, backplane
-(b,) = backplane.load({plugin!r}, path={str(directory)!r})
-assert (b.status, b.torch_abi, sorted(b.ops)) == ("loaded", "stable", sorted({plugin_ops!r})), b
-outcomes = {{(r.op, r.outcome) for r in backplane.check({plugin!r}, list({plugin_ops!r}))}}
-assert {{o for _, o in outcomes}} <= {{"passed", "skipped"}} and {{op for op, o in outcomes if o == "passed"}} == set({plugin_ops!r}), outcomes
-ops = {{o.name: o for o in backplane.ops()}}
-for name in {plugin_ops!r}:
-    for index in range(len(ops[name].samples)):
-        for dtype in (torch.float32, torch.bfloat16):
-            args, kwargs = backplane.sample_call(ops[name], index, dtype=dtype, device={device!r})
-            torch.library.opcheck(backplane.torch_op(name).default, args, kwargs)
-print("ok")
-""")
+    _child(PROGRAMS / "stable_conformance_and_opcheck.py", plugin, directory, device, *plugin_ops)
 
 
 def test_a_plugin_built_against_interface_version_1_keeps_loading_and_serving():
     # tests/fixtures/stable/v1_plugin.cpp: built on the frozen version-1 header, offering mul
     # through offer_kernel as plugins of that time do.
-    _child(f"""
-import torch, backplane
-(b,) = backplane.load("cpu_stable_v1", path={str(FIXTURES)!r})
-assert (b.status, b.torch_abi, b.ops) == ("loaded", "stable", ("mul",)), b
-a, c = torch.randn(5, 7), torch.randn(5, 7)
-assert torch.equal(torch.ops.backplane.mul(a, c), a * c)
-try:
-    torch.ops.backplane.mul(a.bfloat16(), c.bfloat16())
-    raise SystemExit("a dtype the kernel refuses was computed")
-except RuntimeError as e:
-    assert "backplane::mul: cpu_stable_v1 computes float32 tensors of out's sizes, contiguous, only" in str(e), e
-print("ok")
-""")
+    _child(PROGRAMS / "stable_v1_plugin.py", FIXTURES)
 
 
 @needs_cpu_stable
 def test_views_and_broadcasting_are_computed_in_place_of_any_layout():
-    _child(f"""
-import torch, backplane
-backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
-a = torch.randn(6, 4)[1:5].t()          # offset and transposed
-b = torch.randn(5, 1)[1:]               # broadcast along the last dimension
-assert torch.equal(torch.ops.backplane.mul(a, b.t()), a * b.t())
-x = torch.randn(3, 8, dtype=torch.bfloat16)[:, ::2]
-assert torch.equal(torch.ops.backplane.identity_conv(x), x)
-y = torch.randn(4, 6)[:, 1:5]
-expected = y * 0.5
-torch.ops.backplane.scale_(y, 0.5)
-assert torch.equal(y, expected)
-# add's alpha, a Scalar, a float or an int as the caller gave it (aten's add fuses the
-# multiply-add, this plain loop rounds twice: close, not equal); crop's box, an int[4], on
-# a strided view.
-c = torch.randn(1000, dtype=torch.float64)
-for alpha in (2.5, -1, (1 << 60) + 1):
-    torch.testing.assert_close(torch.ops.backplane.add(a, b.t(), alpha=alpha), torch.add(a, b.t(), alpha=alpha))
-    torch.testing.assert_close(torch.ops.backplane.add(c, c, alpha=alpha), torch.add(c, c, alpha=alpha))
-img = torch.randn(2, 3, 10, 24)[..., ::2]
-assert torch.equal(torch.ops.backplane.crop(img, [1, 2, 5, 7]), img[..., 1:6, 2:9])
-print("ok")
-""")
+    _child(PROGRAMS / "stable_views_and_broadcasting.py", PLUGIN_DIR)
 
 
 @needs_cpu_stable
 def test_it_shares_a_device_with_cpu_through_the_core():
-    out = _child(f"""
-import warnings, torch, backplane
-warnings.simplefilter("ignore")
-backplane.load("cpu")
-backplane.load("cpu_stable", path={str(PLUGIN_DIR)!r})
-(s,) = [s for s in backplane.serving() if s.op == "mul"]
-assert s.offered_by == ("cpu", "cpu_stable"), s
-with backplane.prefer("mul", "cpu_stable"):
-    (s,) = [s for s in backplane.serving() if s.op == "mul"]
-    assert s.serving == "cpu_stable", s
-    a, b = torch.randn(3, 4), torch.randn(4)
-    assert torch.equal(torch.ops.backplane.mul(a, b), a * b)
-    f = torch.compile(lambda x, y: torch.ops.backplane.mul(x, y) + 1, fullgraph=True)
-    assert torch.equal(f(a, b), a * b + 1)
-print("ok")
-""", TORCHINDUCTOR_VEC_ISA_OK="1")
+    out = _child(PROGRAMS / "stable_shares_cpu.py", PLUGIN_DIR, TORCHINDUCTOR_VEC_ISA_OK="1")
     assert "ok" in out
 
 
@@ -216,31 +156,7 @@ def test_the_cuda_plugin_targets_torch_2_11():
 @needs_gpu
 def test_cuda_kernels_run_on_the_callers_stream_and_in_a_graph():
     # A kernel on any stream but the current one races the caller's work and breaks capture.
-    _child(f"""
-import torch, backplane
-backplane.load("cuda_stable", path={str(CUDA_PLUGIN_DIR)!r})
-a = torch.randn(4096, 513, device="cuda")[:, 1:].t()     # offset and transposed
-b = torch.randn(4096, 1, device="cuda")
-side = torch.cuda.Stream()
-side.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(side):
-    slow = a @ a.t()                                      # queued first on the same stream
-    out = torch.ops.backplane.mul(a, b.t())
-    torch.ops.backplane.scale_(out, 0.5)
-side.synchronize()
-torch.testing.assert_close(out, a * b.t() * 0.5, rtol=0, atol=0)
-static_a, static_b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
-graph = torch.cuda.CUDAGraph()
-torch.cuda.synchronize()
-with torch.cuda.graph(graph):
-    static_out = torch.ops.backplane.mul(static_a, static_b)
-static_a.copy_(torch.arange(1000.0, device="cuda"))
-static_b.fill_(2.0)
-graph.replay()
-torch.cuda.synchronize()
-assert torch.equal(static_out, torch.arange(1000.0, device="cuda") * 2)
-print("ok")
-""")
+    _child(PROGRAMS / "stable_cuda_stream_and_graph.py", CUDA_PLUGIN_DIR)
 
 
 @needs_cuda_stable

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,7 @@ BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backp
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
 FRAGMENT = FIXTURES / "libbackplane_acme.ops.yaml"
 
-PRELUDE = """
-import torch, backplane
-backplane.load("cpu")
-acme = backplane.load("acme", path={path!r})[0]
-gelu = backplane.torch_op("acme::fused_gelu")
-"""
+PROGRAMS = Path(__file__).with_name("programs")  # each starts with programs/acme_prelude.py
 
 
 def env():
@@ -34,9 +28,9 @@ def env():
     return full
 
 
-def python(code, acme_path=FIXTURES):
-    prelude = PRELUDE.format(path=str(acme_path))
-    r = run_python(prelude + code)
+def python(program, *args, acme_path=FIXTURES):
+    """Runs programs/`program` with acme loaded from acme_path (its sys.argv[1]) and `args` after it."""
+    r = run_python(PROGRAMS / program, acme_path, *args)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -46,65 +40,16 @@ def cli(*args):
 
 
 def test_vendor_ops_are_listed_and_compute():
-    python("""
-assert acme.ops == ("acme::fused_gelu", "acme::clamp_", "acme::gelu"), acme.ops
-assert acme.registry.endswith("libbackplane_acme.ops.yaml"), acme.registry
-info = {op.name: op for op in backplane.ops()}
-assert info["acme::fused_gelu"].namespace == "acme" and info["acme::fused_gelu"].backends["acme"]
-assert info["add"].namespace == "backplane"
-x = torch.randn(4, 33, dtype=torch.float64)
-torch.testing.assert_close(torch.ops.acme.fused_gelu(x), torch.nn.functional.gelu(x))
-y = x.clone()
-torch.ops.acme.clamp_(y, -0.25, 0.25)
-torch.testing.assert_close(y, x.clamp(-0.25, 0.25))
-# The Meta kernel from the shape rule, and the contract's checks under the op's own name.
-assert gelu(torch.empty(3, 7, device="meta")).shape == (3, 7)
-try:
-    gelu(torch.ones(3, dtype=torch.int32))
-    raise SystemExit("an int32 input was accepted")
-except TypeError as e:
-    assert "acme::fused_gelu: argument 'x' has dtype int32" in str(e), e
-""")
+    python("acme_listed_and_compute.py")
 
 
 def test_conformance_opcheck_gradcheck_and_compile():
-    python("""
-results = backplane.check("acme")
-assert {r.op for r in results} >= {"acme::fused_gelu", "acme::clamp_"}
-mine = [r for r in results if r.op.startswith("acme::")]
-assert mine and all(r.outcome in ("passed", "skipped") for r in mine), [r for r in mine if r.outcome == "failed"][:3]
-x = torch.randn(5, 9, dtype=torch.float64, requires_grad=True)
-torch.library.opcheck(gelu.default, (torch.randn(4, 33),))
-torch.library.opcheck(torch.ops.acme.clamp_.default, (torch.randn(4, 33), -0.5, 0.5))
-assert torch.autograd.gradcheck(gelu, (x,))
-compiled = torch.compile(lambda t: gelu(t) * 2, backend="aot_eager", fullgraph=True)
-torch.testing.assert_close(compiled(x.detach()), torch.nn.functional.gelu(x.detach()) * 2)
-# clamp_ has no backward: asking for one is an error naming the op, never a silent None.
-w = torch.randn(3, requires_grad=True)
-c = w.clone()
-torch.ops.acme.clamp_(c, 0.0, 1.0)
-try:
-    c.sum().backward()
-    raise SystemExit("backward through clamp_ was accepted")
-except RuntimeError as e:
-    assert "acme::clamp_" in str(e), e
-""")
+    python("acme_conformance_and_compile.py")
 
 
 def test_a_colliding_fragment_is_refused_naming_both_files_and_lines():
-    python(f"""
-try:
-    backplane.load("acme_clash", path={str(FIXTURES / "clash")!r})
-    raise SystemExit("the clash was accepted")
-except backplane.BackendError as e:
-    text = str(e)
-clash = {str(FIXTURES / "clash" / "libbackplane_acme_clash.ops.yaml")!r}
-assert clash + ":5:5: redefines acme::fused_gelu, which plugin 'acme' already defined at " in text, text
-assert {str(FRAGMENT)!r} + ":5:5" in text, text
-# acme's op is untouched.
-x = torch.randn(8)
-torch.testing.assert_close(gelu(x), torch.nn.functional.gelu(x))
-""")
+    python("acme_clash_refused.py", FIXTURES / "clash", FIXTURES / "clash" / "libbackplane_acme_clash.ops.yaml",
+           FRAGMENT)
 
 
 def test_cli_lists_checks_and_benchmarks_vendor_ops():
@@ -131,29 +76,7 @@ def test_a_str_argument_comes_from_samples_errors_and_bench_and_the_contract_che
     bench preset give 'tanh' (through the C interface to Python too), its `errors:` case
     gives a bad string, and the contract refuses that string before the kernel (which passes
     it on unchecked) on the CPU and under Meta alike."""
-    python("""
-import torch.nn.functional as F
-op = {o.name: o for o in backplane.ops()}["acme::gelu"]
-assert [s["args"].get("approximate") for s in op.samples] == [None, "tanh", "tanh"], op.samples
-assert op.bench == ({"name": "1M_tanh", "args": {"x": [1048576], "approximate": "tanh"}},), op.bench
-values = backplane.sample_values(op, 1, dtype=torch.float64)
-assert values["approximate"] == "tanh", values
-args, kwargs = backplane.sample_call(op, 1, dtype=torch.float64)
-assert kwargs == {"approximate": "tanh"}, kwargs  # keyword-only, as the schema says
-y = torch.ops.acme.gelu(*args, **kwargs)
-torch.testing.assert_close(y, F.gelu(values["x"], approximate="tanh"), rtol=0, atol=0)
-assert not torch.equal(y, F.gelu(values["x"]))
-for device in ("cpu", "meta"):
-    try:
-        torch.ops.acme.gelu(torch.ones(3, device=device), approximate="Tanh")
-        raise SystemExit(f"approximate='Tanh' was accepted on {device}")
-    except ValueError as e:
-        assert str(e).startswith("acme::gelu: argument 'approximate' is 'Tanh'; expected one of: 'none', 'tanh'"), e
-results = [r for r in backplane.check("acme") if r.op == "acme::gelu"]
-assert not [r for r in results if r.outcome != "passed"], [r for r in results if r.outcome != "passed"][:3]
-cases = {r.case for r in results}
-assert {"tanh/contiguous", "tanh/transposed", "tanh_three_d/permuted", "error/bad_approximate"} <= cases, cases
-""")
+    python("acme_str_argument.py")
     checked = cli("check", "--backends", "acme", "--plugin-path", str(FIXTURES), "--ops", "acme::gelu")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert re.search(r"acme::gelu +[1-9][0-9]* +0 +0", checked.stdout), checked.stdout
@@ -182,14 +105,7 @@ def _acme_copy(tmp_path, *replacements):
 def _outcomes(folder, op):
     """{sample name: its cases' outcomes, sorted} of backplane.check for op, with acme
     loaded from folder; the contract's and the entry's error cases left out."""
-    out = python(f"""
-import collections, json
-found = collections.defaultdict(set)
-for r in backplane.check("acme"):
-    if r.op == {op!r} and "/" in r.case and r.case.split("/")[0] not in ("error", "gradient"):
-        found[r.case.split("/")[0]].add(r.outcome)
-print(json.dumps({{k: sorted(v) for k, v in found.items()}}))
-""", acme_path=folder)
+    out = python("acme_check_outcomes.py", op, acme_path=folder)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -221,26 +137,7 @@ def test_backplane_run_names_the_plugin_a_package_needs_for_its_vendor_ops(tmp_p
     """An AOTInductor package calling acme::fused_gelu: `backplane run` without acme names
     acme as the plugin to load (found through its fragment on the search path); with it,
     the package runs and matches its reference."""
-    python(f"""
-from torch._inductor import config
-from backplane.aoti.libstdcxx import choose_cxx
-from backplane.aoti.layouts import add_layouts
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.ops.acme.fused_gelu(x) * 2
-
-batch = torch.export.Dim("batch", min=2, max=64)
-ep = torch.export.export(Model(), (torch.randn(4, 8),), dynamic_shapes=({{0: batch}},))
-with config.patch({{"cpp.cxx": (None, choose_cxx(None))}}):
-    torch._inductor.aoti_compile_and_package(ep, package_path={str(tmp_path / "m.pt2")!r})
-add_layouts({str(tmp_path / "m.pt2")!r}, ep)
-cases = []
-for b in (2, 5):
-    x = torch.randn(b, 8)
-    cases.append({{"batch": b, "inputs": [x], "expected": [torch.nn.functional.gelu(x) * 2]}})
-torch.save({{"atol": 1e-6, "rtol": 1e-5, "cases": cases}}, {str(tmp_path / "io.pt")!r})
-""")
+    python("acme_package.py", tmp_path)
     run = ("run", str(tmp_path / "m.pt2"), "--input", str(tmp_path / "io.pt"), "--repeat", "1")
     env_path = {"BACKPLANE_PLUGIN_PATH": str(FIXTURES)}
     without = subprocess.run([str(BACKPLANE), *run, "--backends", "cpu"], capture_output=True, text=True,
@@ -257,23 +154,8 @@ def test_a_second_plugin_implements_another_plugins_op():
     """acme_alt implements acme::fused_gelu from acme's fragment (USES_REGISTRY: it ships
     none). Before acme it is refused, naming the missing op; after it, both serve the op and
     the core chooses per op, as for the core's ops."""
-    python(f"""
-import warnings
-alt = {str(FIXTURES / "alt")!r}
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    b = backplane.load("acme_alt", path=alt)[0]
-assert b.ops == ("acme::fused_gelu",) and not b.registry, b
-assert any("acme::fused_gelu on CPU is offered by 'acme', 'acme_alt'" in str(w.message) for w in caught), caught
-with backplane.prefer("acme::fused_gelu", "acme_alt"):
-    served = {{(s.op, s.dispatch_key): s.serving for s in backplane.serving()}}
-    assert served[("acme::fused_gelu", "CPU")] == "acme_alt", served
-    x = torch.randn(33, dtype=torch.float64)
-    torch.testing.assert_close(gelu(x), torch.nn.functional.gelu(x))
-results = [r for r in backplane.check("acme_alt") if r.op == "acme::fused_gelu"]
-assert results and all(r.outcome in ("passed", "skipped") for r in results), results[:3]
-""")
-    first = subprocess.run([sys.executable, "-c", f"""
+    python("acme_alt_after_acme.py", FIXTURES / "alt")
+    first = run_python(f"""
 import backplane
 backplane.load("cpu")
 try:
@@ -282,24 +164,11 @@ try:
 except backplane.BackendError as e:
     assert "manifest lists op 'acme::fused_gelu', which the registry does not define" in str(e), e
     assert "load that plugin first" in str(e), e
-"""], capture_output=True, text=True, env=env(), timeout=300)
+""")
     assert first.returncode == 0, first.stderr[-3000:]
 
 
 def test_vendor_ops_get_sharding_rules_when_loaded():
     # Registered with DTensor at load, from the fragment like the core's: fused_gelu is
     # pointwise (gelu is, and is not linear), clamp_ keeps the tensor it writes.
-    python("""
-rules = backplane.sharding.rules()
-assert rules["acme::fused_gelu"].kind == "pointwise" and rules["acme::fused_gelu"].linear == (), rules["acme::fused_gelu"]
-assert (rules["acme::clamp_"].kind, rules["acme::clamp_"].written) == ("pointwise", "x"), rules["acme::clamp_"]
-import torch.distributed as dist
-from torch.distributed.tensor import DTensor, Shard, distribute_tensor
-dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
-mesh = torch.distributed.device_mesh.init_device_mesh("cpu", (1,))
-x = torch.randn(6, 5, dtype=torch.float64)
-y = gelu(distribute_tensor(x, mesh, [Shard(1)]))
-assert y.placements == (Shard(1),), y.placements
-torch.testing.assert_close(y.full_tensor(), torch.nn.functional.gelu(x))
-dist.destroy_process_group()
-""")
+    python("acme_sharding.py")

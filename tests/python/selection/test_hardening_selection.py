@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import child_env, run_python
-from test_selection import run
+from test_selection import run  # programs/<name> after programs/cpu_and_cpu_alt.py
 
 REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
@@ -32,127 +32,35 @@ def python(code, **env):
 # --- prefer() -------------------------------------------------------------------------
 
 def test_clearing_a_qualified_op_clears_it():
-    run("""
-backplane.prefer("identity_conv", "cpu_alt")
-backplane.prefer("backplane::identity_conv", None)
-assert backplane.preferences() == "", backplane.preferences()
-assert torch.equal(ident(x), x)
-backplane.prefer("backplane::identity_conv", "cpu_alt")
-assert backplane.preferences() == "identity_conv:cpu_alt", backplane.preferences()
-backplane.prefer("backplane::identity_conv")
-assert backplane.preferences() == ""
-""")
+    run("prefer_cleared_by_qualified_name.py")
 
 
 def test_with_blocks_on_two_threads_are_undone_exactly_in_any_order():
     # A enters, B enters, A leaves (B's preference stays), B leaves (none stays).
-    run("""
-import threading
-steps = {name: threading.Event() for name in ("a_in", "b_in", "a_out")}
-seen = {}
-def a():
-    with backplane.prefer("identity_conv", "cpu_alt"):
-        steps["a_in"].set()
-        steps["b_in"].wait(60)
-    steps["a_out"].set()
-def b():
-    steps["a_in"].wait(60)
-    with backplane.prefer("identity_conv", "cpu"):
-        steps["b_in"].set()
-        steps["a_out"].wait(60)
-        seen["inside b after a left"] = backplane.preferences()
-threads = [threading.Thread(target=f) for f in (a, b)]
-for t in threads: t.start()
-for t in threads: t.join(60)
-assert seen == {"inside b after a left": "identity_conv:cpu"}, seen
-assert backplane.preferences() == "", "no block's preference may outlive it: " + backplane.preferences()
-assert torch.equal(ident(x), x)
-""")
+    run("prefer_blocks_on_two_threads.py")
 
 
 def test_many_threads_leave_the_preference_they_found():
-    run("""
-import threading
-backplane.prefer("identity_conv", "cpu_alt")  # for good: every block must come back to it
-def worker(i):
-    for n in range(200):
-        with backplane.prefer("identity_conv", "cpu" if (i + n) % 2 else "cpu_alt", "cpu"):
-            with backplane.prefer("*", "cpu"):
-                pass
-threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-for t in threads: t.start()
-for t in threads: t.join(120)
-assert backplane.preferences() == "identity_conv:cpu_alt", backplane.preferences()
-assert torch.equal(ident(x), -x)
-""")
+    run("prefer_blocks_on_many_threads.py")
 
 
 def test_a_plain_call_inside_a_block_outlives_it():
-    run("""
-with backplane.prefer("identity_conv", "cpu"):
-    backplane.prefer("identity_conv", "cpu_alt")  # newer, for good
-    assert torch.equal(ident(x), -x)
-assert backplane.preferences() == "identity_conv:cpu_alt", backplane.preferences()
-p = backplane.prefer("identity_conv", "cpu")
-with p:
-    assert torch.equal(ident(x), x)
-assert torch.equal(ident(x), -x), "a block withdraws the object's preference"
-with p:  # entered again: applies again
-    assert torch.equal(ident(x), x)
-assert backplane.preferences() == "identity_conv:cpu_alt"
-""")
+    run("prefer_plain_call_inside_a_block.py")
 
 
 def test_entering_a_block_again_inside_itself_keeps_the_outer_preference():
     # Issue 45, item 16: the inner exit used to withdraw the one hold both shared.
-    run("""
-p = backplane.prefer("identity_conv", "cpu_alt")
-with p:
-    with p:
-        assert torch.equal(ident(x), -x)
-    assert backplane.preferences() == "identity_conv:cpu_alt", "the outer block's preference stays for its rest"
-    assert torch.equal(ident(x), -x)
-    with p, p:
-        pass
-    assert backplane.preferences() == "identity_conv:cpu_alt"
-assert backplane.preferences() == "", backplane.preferences()
-assert torch.equal(ident(x), x)
-""")
+    run("prefer_block_entered_inside_itself.py")
 
 
 def test_bad_preferences_raise_value_error_naming_the_spec():
-    run("""
-import pytest
-def refused(match, *args, error=ValueError):
-    with pytest.raises(error, match=match) as caught:
-        backplane.prefer(*args)
-    assert "internal error" not in str(caught.value), caught.value
-    assert backplane.preferences() == "identity_conv:cpu_alt", "a refused preference changes nothing"
-backplane.prefer("identity_conv", "cpu_alt")
-refused(r"preference 'nosuch:cpu': no op 'nosuch' in the registry", "nosuch", "cpu")
-refused(r"preference 'identity_conv:a,b': 'a,b' is not a plugin name", "identity_conv", "a,b")
-refused(r"preference 'identity_conv:': '' is not a plugin name", "identity_conv", "")
-refused(r"preference 'identity_conv:core': 'core' is not a plugin name", "identity_conv", "core")
-refused(r"preference 'acme::a;b:cpu': 'acme::a;b' is not an op name", "acme::a;b", "cpu")
-refused(r"the op name holds a NUL", "identity_conv\\x00x", "cpu")
-refused(r"takes strings", 3, "cpu", error=TypeError)
-refused(r"takes strings", "identity_conv", "cpu", None, error=TypeError)
-""")
+    run("prefer_bad_specs.py")
 
 
 # --- check() and `backplane check` ---------------------------------------------------
 
 def test_check_refuses_an_unknown_op_naming_the_known():
-    run("""
-import pytest
-for ops in ("nope", ["add", "nope"]):
-    with pytest.raises(ValueError, match=r"^check: no op 'nope' in the registry or a loaded plugin's fragment; known: "
-                       ) as caught:
-        backplane.check("cpu", ops)
-    known = set(str(caught.value).split("known: ")[1].split(", "))
-    assert known == {op.name for op in backplane.ops()}, known
-assert {r.op for r in backplane.check("cpu", "backplane::add")} == {"add"}
-""")
+    run("check_unknown_op.py")
 
 
 needs_cuda_plugin = pytest.mark.skipif(not CUDA_PLUGIN.is_file(), reason="the cuda plugin is not built")

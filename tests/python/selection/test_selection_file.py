@@ -16,6 +16,7 @@ from conftest import child_env, run_python
 REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))
 FIXTURES = BACKPLANE.parent.parent / "tests" / "fixtures"
+PROGRAMS = Path(__file__).with_name("programs")
 
 SPLIT = """\
 backplane_selection: 1
@@ -35,65 +36,27 @@ def _file(tmp_path, text, name="selection.yaml"):
     return path
 
 
-def _child(code, **env):
-    prelude = textwrap.dedent(f"""
-        import warnings, torch, backplane
-        warnings.simplefilter("ignore")
-        backplane.load("cpu")
-        ident = torch.ops.backplane.identity_conv
-        small, large = torch.randn(100), torch.randn(101)
-        def served(x):
-            y = ident(x)
-            return "cpu_alt" if torch.equal(y, -x) else "cpu" if torch.equal(y, x) else "wrong"
-        FIXTURES = {str(FIXTURES)!r}
-    """)
-    r = run_python(prelude + textwrap.dedent(code), env=env)
+def _child(program, *args, **env):
+    """Runs programs/`program` (it starts with programs/size_split.py) given FIXTURES and `args`."""
+    r = run_python(PROGRAMS / program, FIXTURES, *args, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
 
 def test_calls_are_served_by_size_and_serving_says_which_bucket(tmp_path):
     path = _file(tmp_path, SPLIT)
-    _child(f"""
-        backplane.load("cpu_alt", path=FIXTURES, selection={str(path)!r})
-        assert (served(small), served(large)) == ("cpu_alt", "cpu")
-        assert served(torch.randn(10, 10)) == "cpu_alt", "100 elements: the first bucket's last size"
-        (s,) = [s for s in backplane.serving() if s.op == "identity_conv"]
-        assert s.serving == "cpu_alt<=100,cpu", s
-        assert s.buckets == ((100, "cpu_alt"), (None, "cpu")), s
-        assert s.why == ("selection file {path}, bucket 1 (0 to 100 elements): cpu_alt; "
-                         "bucket 2 (more than 100 elements): cpu"), s.why
-        assert backplane.selection_file() == {str(path)!r}
-        # A preference for the op itself wins over the file; the file applies again after it.
-        with backplane.prefer("identity_conv", "cpu"):
-            assert served(small) == "cpu"
-        assert served(small) == "cpu_alt"
-        # A preference for every op does not.
-        with backplane.prefer("*", "cpu"):
-            assert served(small) == "cpu_alt"
-        backplane.apply_selection(None)
-        assert (served(small), served(large), backplane.selection_file()) == ("cpu", "cpu", "")
-    """)
+    _child("size_split_served_by_size.py", path)
 
 
 @pytest.mark.slow
 def test_compiled_code_follows_the_size_rule(tmp_path):
     path = _file(tmp_path, SPLIT)
-    _child(f"""
-        backplane.load("cpu_alt", path=FIXTURES, selection={str(path)!r})
-        f = torch.compile(lambda t: ident(t) * 2, fullgraph=True, dynamic=True)
-        assert torch.equal(f(small), -2 * small) and torch.equal(f(large), 2 * large)
-    """, TORCHINDUCTOR_VEC_ISA_OK="1")
+    _child("size_split_compiled.py", path, TORCHINDUCTOR_VEC_ISA_OK="1")
 
 
 def test_environment_variable_and_a_plugin_missing_here(tmp_path):
     path = _file(tmp_path, SPLIT.replace("plugin: cpu}", "plugin: gone}"))
-    out = _child("""
-        backplane.load("cpu_alt", path=FIXTURES)
-        assert (served(small), served(large)) == ("cpu_alt", "cpu")
-        (s,) = [s for s in backplane.serving() if s.op == "identity_conv"]
-        print(s.why)
-    """, BACKPLANE_SELECTION=str(path))
+    out = _child("size_split_from_environment.py", BACKPLANE_SELECTION=str(path))
     assert "bucket 2 (more than 100 elements): cpu ('gone' does not serve it here; loaded first)" in out
 
 
