@@ -2,9 +2,21 @@
 as cpu_alternative) used to be taken without a word, its calls going to the plugin serving
 without the file. Now applying it warns once, naming each such bucket and the plugins
 loaded, and strict (load/apply_selection strict=True, the command's --strict) refuses it."""
+import textwrap
+
 import pytest
 
-from test_selection_file import SPLIT, _child, _cli, _file, FIXTURES
+from conftest import run_python
+from test_selection_file import PROGRAMS, SPLIT, _cli, _file, FIXTURES
+
+
+def _child(snippet: str) -> str:
+    """Runs a few lines after programs/size_split.py (cpu loaded; ident, small, large,
+    served, FIXTURES) in a child; its stdout."""
+    program = (PROGRAMS / "size_split.py").read_text() + textwrap.dedent(snippet)
+    r = run_python(program, FIXTURES)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
 
 MISSPELT = SPLIT.replace("plugin: cpu}", "plugin: cpu_alternative}")
 
