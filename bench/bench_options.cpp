@@ -76,13 +76,18 @@ BenchOptions take_bench_options(int* argc, char** argv) {
       {"--backends", std::nullopt}, {"--ops", std::nullopt}, {"--dtypes", std::nullopt}, {"--shapes", std::nullopt},
       {"--min-time", std::nullopt}, {"--max-time", std::nullopt}};
   BenchOptions options;
+  // The flags without a value.
+  const std::map<std::string, bool*> switches = {
+      {"--cuda-graph", &options.cuda_graph}, {"--backward", &options.backward}, {"--cold-l2", &options.cold_l2}};
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--cuda-graph" || arg == "--backward") {  // the flags without a value
-      (arg == "--cuda-graph" ? options.cuda_graph : options.backward) = true;
+    if (const auto it = switches.find(arg); it != switches.end()) {
+      *it->second = true;
       continue;
     }
+    if (const auto eq = arg.find('='); eq != std::string::npos && switches.count(arg.substr(0, eq)))
+      throw std::invalid_argument(arg.substr(0, eq) + ": expected no value (the flag alone), found '" + arg + "'");
     bool taken = false;
     for (auto& [flag, value] : values) {
       if (arg.rfind(flag + "=", 0) == 0) {

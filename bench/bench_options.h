@@ -9,7 +9,10 @@
 //   --max-time=SECONDS    most time each row samples (default 0.5; at least --min-time)
 //   --cuda-graph          time CUDA rows as replays of a recorded CUDA graph (recorded_batch.h)
 //   --backward            time forward+backward of each op with a `backward:` (backward_workloads.h)
-// Each also as two arguments (--ops add). Unknown names are errors naming the known ones.
+//   --cold-l2             cuda rows: each sample one call, after a write of twice the device's L2
+//                         cache (cold_cache.h), untimed; no effect on other devices' rows
+// Each also as two arguments (--ops add); the flags without a value take none (--cold-l2=yes
+// is refused). Unknown names are errors naming the known ones.
 // Google Benchmark's --benchmark_repetitions, --benchmark_out and --benchmark_out_format
 // are checked here and left in argv for it (its own parsing aborts on a negative count).
 #pragma once
@@ -34,6 +37,7 @@ struct BenchOptions {
   StopRule stop;                 // --min-time, --max-time
   bool cuda_graph = false;
   bool backward = false;         // --backward: forward+backward rows
+  bool cold_l2 = false;          // --cold-l2: cuda rows sampled one call at a time after an L2 flush
   std::string out_file;          // --benchmark_out: empty, none
   bool out_json = true;          // --benchmark_out_format is json (Google Benchmark's default)
 

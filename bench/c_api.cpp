@@ -88,12 +88,22 @@ __attribute__((visibility("default"))) void* backplane_bench_table_new(const cha
   return new backplane::bench::ConsoleTable(std::move(shared), backward != 0);
 }
 
+// flops: per call (NaN: not known); mode: eager, graph, compile or compile+graph.
 __attribute__((visibility("default"))) void backplane_bench_table_add_run(void* table, const char* run_name,
                                                                          double seconds, double bytes_per_second,
-                                                                         double spread, const char* error) {
+                                                                         double spread, const char* error,
+                                                                         double flops, const char* mode) {
   const auto present = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
   static_cast<backplane::bench::ConsoleTable*>(table)->add_run(run_name, seconds, present(bytes_per_second),
-                                                               present(spread), error ? error : "");
+                                                               present(spread), error ? error : "", present(flops),
+                                                               mode && *mode ? mode : "eager");
+}
+
+// The run's measured peak FLOP/s for rows of `backend` in `dtype` (context "peak_flops.<backend>.<dtype>").
+__attribute__((visibility("default"))) void backplane_bench_table_set_peak_flops(void* table, const char* backend,
+                                                                                const char* dtype,
+                                                                                double flops_per_second) {
+  static_cast<backplane::bench::ConsoleTable*>(table)->set_peak_flops(backend, dtype, flops_per_second);
 }
 
 __attribute__((visibility("default"))) uint64_t backplane_bench_table_format(const void* table, char* out,

@@ -47,8 +47,10 @@ constexpr int kWarmupCallsOnStream = 2;
 
 class CudaGraphBatch final : public RecordedBatch {
  public:
-  CudaGraphBatch(c10::DeviceIndex device, const std::function<void()>& step, int64_t calls)
+  CudaGraphBatch(c10::DeviceIndex device, const std::function<void()>& step, int64_t calls,
+                 const std::function<void()>* before_each_replay)
       : device_(device),
+        before_each_replay_(before_each_replay),
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)),
         start_{TimingEvent(device), TimingEvent(device)},
         stop_{TimingEvent(device), TimingEvent(device)} {
@@ -118,13 +120,20 @@ class CudaGraphBatch final : public RecordedBatch {
     graph_.replay();
   }
 
+  // --cold-l2's flush runs here, on the recording stream ahead of the start event: outside
+  // the timed interval, and keeping the device busy while the replay is queued.
   void queue_timed_replay(int slot) {
+    if (before_each_replay_) {
+      const c10::cuda::CUDAStreamGuard stream_guard(stream_);
+      (*before_each_replay_)();
+    }
     C10_CUDA_CHECK(cudaEventRecord(start_[slot].get(), stream_.stream()));
     replay();
     C10_CUDA_CHECK(cudaEventRecord(stop_[slot].get(), stream_.stream()));
   }
 
   c10::DeviceIndex device_;
+  const std::function<void()>* before_each_replay_;  // null: none; owned by the caller
   c10::cuda::CUDAStream stream_;
   at::cuda::CUDAGraph graph_;
   // Two intervals, used in turn: one being waited for, the next already queued.
@@ -146,10 +155,11 @@ std::string message_of(const std::exception& e) {
 }  // namespace backplane::bench
 
 extern "C" __attribute__((visibility("default"))) backplane::bench::RecordedBatch* backplane_bench_record_cuda_graph(
-    int device_index, const std::function<void()>* step, int64_t calls, char* error, std::size_t error_size) {
+    int device_index, const std::function<void()>* step, int64_t calls,
+    const std::function<void()>* before_each_replay, char* error, std::size_t error_size) {
   try {
     const auto device = static_cast<c10::DeviceIndex>(device_index < 0 ? c10::cuda::current_device() : device_index);
-    return new backplane::bench::CudaGraphBatch(device, *step, calls);
+    return new backplane::bench::CudaGraphBatch(device, *step, calls, before_each_replay);
   } catch (const std::exception& e) {
     backplane::bench::copy_message(backplane::bench::message_of(e), error, error_size);
   } catch (...) {  // nothing may cross the C entry point

@@ -1,23 +1,28 @@
 // backplane_bench: every registry op on every selected backend, beside PyTorch's own op
 // and the device's copy_ bandwidth. The engine of `backplane bench`.
 //   backplane_bench [--backends=cpu,cuda] [--ops=..] [--dtypes=..] [--shapes=..] [--min-time=S]
-//                   [--max-time=S] [--cuda-graph] [--backward] [Google Benchmark flags]
+//                   [--max-time=S] [--cuda-graph] [--backward] [--cold-l2] [Google Benchmark flags]
 // Prints a progress line on a terminal, then one table (table_reporter.h); with
 // --benchmark_out=F.json the JSON is Google Benchmark's, which `backplane bench` reads
 // (--input, --compare; python/backplane/bench/results.py).
 #include "backend_selection.h"
 #include "bench_options.h"
 #include "call_overhead.h"
+#include "cold_cache.h"
 #include "op_workloads.h"
+#include "peak_flops.h"
 #include "recorded_batch.h"
 #include "table_reporter.h"
 #include "workload_timing.h"
+
+#include <backplane/registry.h>
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <torch/version.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -42,10 +47,13 @@ void print_help() {
                "                       kernels' time without the host's launch cost (other devices as usual)\n"
                "  --backward           time forward+backward of each op with a backward: in the registry (its\n"
                "                       gradients checked against the baseline's first); others are skipped\n"
+               "  --cold-l2            cuda rows: each sample one call, after an untimed write of twice the\n"
+               "                       device's L2 cache (cold inputs, as nvbench's cold mode); other rows as usual\n"
                "  every backplane row is checked against its reference before it is timed\n"
                "  rows are <op>/<backend>/<impl>/<size>; bytes_per_second counts each input read once and\n"
                "  each output written once (--backward: the least both passes move, the JSON's bytes_counted);\n"
-               "  copy_ rows are the device's copy bandwidth\n\n";
+               "  copy_ rows are the device's copy bandwidth; the context's peak_flops.<backend>.<dtype> its FMA\n"
+               "  rate, measured before the rows (the table's %peak, where the registry gives the op's flops:)\n\n";
   benchmark::PrintDefaultHelp();
 }
 
@@ -64,8 +72,48 @@ std::string cpu_model() {
   return {};
 }
 
+// The peak FMA rate of each selected backend's device for each dtype the run times
+// (measured once per device and opmath dtype: peak_flops.h), keyed (backend, dtype name),
+// with one line per device saying how it was measured or why not.
+struct RunPeaks {
+  std::map<std::pair<std::string, std::string>, double> flops_per_second;
+  std::string method;
+};
+
+RunPeaks measure_peaks(const backplane::bench::BackendSelection& selection,
+                       const std::vector<c10::ScalarType>& dtypes) {
+  using backplane::bench::peak_dtype;
+  RunPeaks peaks;
+  std::map<std::pair<std::string, c10::ScalarType>, double> measured;  // (device, opmath dtype) -> FLOP/s; 0: failed
+  std::map<std::string, std::string> notes;                           // device -> how, or why not
+  for (const auto& b : selection.selected) {
+    const std::string device = b.device.str();
+    for (const auto dtype : dtypes) {
+      const auto key = std::make_pair(device, peak_dtype(dtype));
+      if (!measured.count(key)) {
+        std::string note = backplane::dtype_name(key.second);
+        try {
+          const auto rate = backplane::bench::measure_peak_flops(b.device, key.second);
+          measured[key] = rate.flops_per_second;
+          note += ": " + rate.how;
+        } catch (const std::exception& e) {
+          measured[key] = 0;
+          note += " not measured: " + std::string(e.what());
+        }
+        notes[device] += (notes[device].empty() ? "" : ", ") + note;
+      }
+      if (measured[key] > 0) peaks.flops_per_second[{b.name, backplane::dtype_name(dtype)}] = measured[key];
+    }
+  }
+  for (const auto& [device, note] : notes) peaks.method += device + ": " + note + "; ";
+  peaks.method += "FLOP/s of fused multiply-adds (2 FLOPs each) on CUDA cores or CPU vector units, the best of 3 "
+                  "runs; float16 and bfloat16 rows are read against float32's rate, their opmath dtype";
+  return peaks;
+}
+
 void add_context(const backplane::bench::BackendSelection& selection, bool cuda_graph, bool backward,
-                 const backplane::bench::StopRule& stop, const std::map<std::string, std::string>& shared_rows) {
+                 const backplane::bench::StopRule& stop, const std::map<std::string, std::string>& shared_rows,
+                 const std::string& cache, const RunPeaks& peaks) {
   if (const std::string model = cpu_model(); !model.empty()) benchmark::AddCustomContext("cpu_model", model);
   benchmark::AddCustomContext("torch_version", TORCH_VERSION);
   benchmark::AddCustomContext("aten_threads", std::to_string(at::get_num_threads()));
@@ -87,6 +135,13 @@ void add_context(const backplane::bench::BackendSelection& selection, bool cuda_
                                                     "current stream"
                                                   : "cpu: wall clock; other devices: device events on the current "
                                                     "stream");
+  benchmark::AddCustomContext("cache", cache);
+  benchmark::AddCustomContext("peak_flops", peaks.method);
+  for (const auto& [key, rate] : peaks.flops_per_second) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.6g", rate);
+    benchmark::AddCustomContext("peak_flops." + key.first + "." + key.second, text);
+  }
   for (const auto& b : selection.selected)
     benchmark::AddCustomContext("backend." + b.name, b.record.path + " (version " + b.record.version + ", key " +
                                                          b.record.dispatch_key + ", device " + b.device.str() + ")");
@@ -189,6 +244,28 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // --cold-l2: each cuda device's L2 size, read now so that a build without the CUDA module
+  // is refused before any row runs; no cuda backend: the flag changes nothing, as the context says.
+  std::string cache = "warm: each row calls the op on the same inputs back to back (inputs smaller than a cache "
+                      "stay in it)";
+  if (options.cold_l2) {
+    std::string flushed;
+    try {
+      for (const auto& b : selection.selected)
+        if (b.device.is_cuda() && flushed.find(b.device.str() + " ") == std::string::npos)
+          flushed += (flushed.empty() ? "" : ", ") + b.device.str() + " " +
+                     std::to_string(2 * backplane::bench::cuda_l2_bytes(b.device)) + " bytes";
+    } catch (const std::runtime_error& e) {
+      std::cerr << "backplane_bench: --cold-l2: " << e.what() << "\n";
+      return 2;
+    }
+    cache = "cold L2 (--cold-l2): " +
+            (flushed.empty() ? std::string("no cuda row in this run, so no row was flushed")
+                             : "each sample of a cuda row is one call after an untimed write of twice the device's "
+                               "L2 cache (" + flushed + "), outside the timed events (with --cuda-graph: ahead of "
+                               "the timed replay)") +
+            "; cpu and other devices' rows: warm, as without the flag";
+  }
   if (!options.out_file.empty()) {
     if (const std::string why = unopenable(options.out_file); !why.empty()) {
       std::cerr << "backplane_bench: --benchmark_out: cannot write " << options.out_file << ": " << why << "\n";
@@ -196,15 +273,18 @@ int main(int argc, char** argv) {
     }
   }
   const auto owners = device_row_owners(selection);
-  add_context(selection, options.cuda_graph, options.backward, options.stop, owners);
+  const RunPeaks peaks = measure_peaks(selection, options.dtypes);
+  add_context(selection, options.cuda_graph, options.backward, options.stop, owners, cache, peaks);
   backplane::bench::set_stop_rule(options.stop);
   backplane::bench::set_cuda_graph(options.cuda_graph);
+  backplane::bench::set_cold_l2(options.cold_l2);
   for (const auto& backend : selection.selected) {
     backplane::bench::register_op_benchmarks(backend, options, owners.at(backend.name) == backend.name);
     // The host cost of a forward call: not a forward+backward run's figure.
     if (options.ops.empty() && !options.backward) backplane::bench::register_call_overhead(backend);
   }
   backplane::bench::TableReporter table(backplane::bench::registered_workloads(), owners, options.backward);
+  for (const auto& [key, rate] : peaks.flops_per_second) table.set_peak_flops(key.first, key.second, rate);
   CheckedJsonReporter json;
   const bool checked = !options.out_file.empty() && options.out_json;
   benchmark::RunSpecifiedBenchmarks(&table, checked ? &json : nullptr);

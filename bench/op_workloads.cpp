@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -62,6 +63,16 @@ int64_t traffic_bytes(const OpDef& op, const std::vector<c10::IValue>& args, int
   return bytes;
 }
 
+// The registry's `flops:` (per element of the largest Tensor argument) times that
+// argument's elements (of the view: an expanded argument counts every element it shows);
+// 0 where the registry gives none.
+double flops_per_call(const OpDef& op, const std::vector<c10::IValue>& args) {
+  int64_t largest = 0;
+  for (const auto& a : args)
+    if (a.isTensor()) largest = std::max<int64_t>(largest, a.toTensor().numel());
+  return op.checks.flops_per_element * static_cast<double>(largest);
+}
+
 WorkloadFactory backplane_row(const OpDef& op, const OpInputs& shape, c10::ScalarType dtype) {
   // Checked on the row's first build: --interleave rebuilds a row each time it comes round
   // again, and the float64 reference on the CPU takes seconds at the 64M presets.
@@ -81,7 +92,7 @@ WorkloadFactory backplane_row(const OpDef& op, const OpInputs& shape, c10::Scala
                       handle.callBoxed(stack);
                       benchmark::DoNotOptimize(stack);
                     },
-                    bytes, elements, dtype_name(dtype) + " " + op.qualified_name()};
+                    bytes, elements, dtype_name(dtype) + " " + op.qualified_name(), flops_per_call(op, args)};
   };
 }
 
@@ -94,7 +105,7 @@ WorkloadFactory reference_row(const OpDef& op, const OpInputs& shape, c10::Scala
     for (size_t i = 0; i < args.size(); ++i) names[op.arguments[i].name()] = args[i];
     const conformance::ReferenceExpr baseline = conformance::ReferenceExpr::parse(op.checks.bench_baseline());
     return Workload{[baseline, names] { benchmark::DoNotOptimize(baseline.evaluate_all(names)); }, bytes, elements,
-                    dtype_name(dtype) + " " + op.checks.bench_baseline()};
+                    dtype_name(dtype) + " " + op.checks.bench_baseline(), flops_per_call(op, args)};
   };
 }
 

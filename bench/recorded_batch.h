@@ -4,8 +4,8 @@
 // the host queues them, not the kernel (bench/results/method.md).
 //
 // CUDA graphs only, from a module built beside the engine with the CUDA plugin
-// (cuda_graph_batch.cpp): the engine itself links no device runtime, and loads the module
-// only when asked (--cuda-graph). Limits: a call that synchronizes with the host or
+// (cuda_graph_batch.cpp, cuda_module.h): the engine itself links no device runtime, and
+// loads the module only when asked (--cuda-graph). Limits: a call that synchronizes with the host or
 // otherwise cannot be captured fails to record, and its row reports why; memory a call
 // allocates comes from the graph's own pool, so a recorded batch holds one call's worth.
 #pragma once
@@ -29,9 +29,12 @@ class RecordedBatch {
 
 // The module's entry point (cuda_graph_batch.cpp): records `calls` calls of `step` on CUDA
 // device `device_index`, or returns null with the reason in `error` (NUL-terminated,
-// at most `error_size` bytes). C linkage, so the engine finds it with dlsym.
+// at most `error_size` bytes). `before_each_replay` (may be null) runs on the recording
+// stream ahead of each timed replay, outside its events (--cold-l2's flush). C linkage, so
+// the engine finds it with dlsym (cuda_module.h).
 using RecordCudaGraphFn = RecordedBatch* (*)(int device_index, const std::function<void()>* step, int64_t calls,
-                                            char* error, std::size_t error_size);
+                                            const std::function<void()>* before_each_replay, char* error,
+                                            std::size_t error_size);
 inline constexpr const char* kRecordCudaGraphSymbol = "backplane_bench_record_cuda_graph";
 
 // Loads the module now, so that a build without it is refused when the run starts, not
@@ -40,9 +43,11 @@ void require_cuda_graph_module();
 
 // Records `calls` calls of `step` on `device` (CUDA), after two warm-up calls on the
 // recording stream. The graph keeps the addresses of the tensors `step` uses: they must
-// outlive the RecordedBatch. Throws std::runtime_error with the reason where the calls
-// cannot be recorded.
+// outlive the RecordedBatch. before_each_replay (empty: nothing) runs eagerly on the
+// recording stream before each timed replay, outside its events; it must outlive the
+// RecordedBatch too. Throws std::runtime_error with the reason where the calls cannot be
+// recorded.
 std::unique_ptr<RecordedBatch> record_cuda_graph(c10::Device device, const std::function<void()>& step,
-                                                 int64_t calls);
+                                                 int64_t calls, const std::function<void()>& before_each_replay = {});
 
 }  // namespace backplane::bench

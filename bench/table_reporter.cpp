@@ -48,7 +48,12 @@ void TableReporter::ReportRuns(const std::vector<Run>& runs) {
     const std::string& name = run.run_name.function_name;
     const double seconds = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
     const std::string error = failed(run) ? failure_message(run) : "";
-    if (!table_.add_run(name, seconds, counter(run, "bytes_per_second"), counter(run, "spread"), error)) continue;
+    // The engine times eager calls, or CUDA graph replays (--cuda-graph's cuda rows); torch.compile rows are
+    // timed by the Python side (python/backplane/bench/compiled.py).
+    const std::string mode = counter(run, "cuda_graph").value_or(0) > 0 ? "graph" : "eager";
+    if (!table_.add_run(name, seconds, counter(run, "bytes_per_second"), counter(run, "spread"), error,
+                        counter(run, "flops"), mode))
+      continue;
     if (name.rfind("call_overhead_", 0) == 0) continue;  // not an op row: no progress
     if (run.repetition_index <= 0) ++done_rows_;
     progress(name);

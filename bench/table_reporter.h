@@ -20,6 +20,10 @@ class TableReporter : public benchmark::BenchmarkReporter {
   // backend -> the backend whose reference and copy_ rows it shares (same device);
   // backward: the rows time forward+backward (--backward), which the table's title says.
   TableReporter(int expected_rows, std::map<std::string, std::string> shared_rows, bool backward = false);
+  // The %peak column's denominators: the run's measured peak FLOP/s per (backend, dtype).
+  void set_peak_flops(const std::string& backend, const std::string& dtype, double flops_per_second) {
+    table_.set_peak_flops(backend, dtype, flops_per_second);
+  }
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;

@@ -1,5 +1,6 @@
 #include "workload_timing.h"
 
+#include "cold_cache.h"
 #include "recorded_batch.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -65,6 +66,20 @@ class DeviceBatchTimer {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
+  // Seconds of one call of step after `flush`, which is queued first and not timed: the
+  // call starts on a cold cache. The flush also keeps the device busy while the host
+  // queues the timed call, as the untimed call does in time_batch.
+  double time_cold_call(const std::function<void()>& step, const std::function<void()>& flush) {
+    if (!use_events_) throw std::runtime_error("--cold-l2 times one call between device events, which this "
+                                               "device's runtime does not record");
+    flush();
+    start_.record(stream_);
+    step();
+    stop_.record(stream_);
+    stop_.synchronize();
+    return start_.elapsedTime(stop_) * 1e-3;
+  }
+
   bool uses_events() const { return use_events_; }
 
  private:
@@ -75,6 +90,11 @@ class DeviceBatchTimer {
 };
 
 bool& cuda_graph_enabled() {
+  static bool enabled = false;
+  return enabled;
+}
+
+bool& cold_l2_enabled() {
   static bool enabled = false;
   return enabled;
 }
@@ -128,6 +148,20 @@ void run_on_device(benchmark::State& state, c10::Device device, const Workload& 
   const c10::DeviceGuard guard(device);
   DeviceBatchTimer timer(device);
   timer.time_batch(w.step, kWarmupCalls);
+  if (cold_l2_enabled() && device.is_cuda()) {
+    // One call per sample: the calls after a batch's first would find the inputs in L2.
+    batch = 1;
+    const std::function<void()> flush = l2_flush(device);  // outlives `recorded`, which calls it
+    if (cuda_graph_enabled()) {
+      const std::unique_ptr<RecordedBatch> recorded = record_cuda_graph(device, w.step, 1, flush);
+      sample_until_stable(state, 1, [&] { return recorded->replay_seconds(); });
+      state.counters["cuda_graph"] = 1;
+    } else {
+      sample_until_stable(state, 1, [&] { return timer.time_cold_call(w.step, flush); });
+    }
+    state.counters["cold_l2"] = 1;
+    return;
+  }
   if (batch == 0) batch = batch_for(timer.time_batch(w.step, 16) / 16);
   if (cuda_graph_enabled() && device.is_cuda()) {
     // The same batch, recorded once and replayed: device time without the host's launches.
@@ -200,6 +234,8 @@ void set_stop_rule(const StopRule& rule) { stop_rule() = rule; }
 
 void set_cuda_graph(bool enabled) { cuda_graph_enabled() = enabled; }
 
+void set_cold_l2(bool enabled) { cold_l2_enabled() = enabled; }
+
 int registered_workloads() { return workload_count(); }
 
 benchmark::internal::Benchmark* register_workload(const std::string& name, c10::Device device, WorkloadFactory make) {
@@ -216,6 +252,7 @@ benchmark::internal::Benchmark* register_workload(const std::string& name, c10::
       else run_on_device(state, device, w, row_state.batch);
       state.SetBytesProcessed(state.iterations() * w.bytes);
       state.SetItemsProcessed(state.iterations() * w.elements);
+      if (w.flops > 0) state.counters["flops"] = w.flops;  // per call: a counter is reported as set
       state.SetLabel(w.label);
     } catch (const std::exception& e) {
       row_state.failed = message_of(e);

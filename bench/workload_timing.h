@@ -8,6 +8,8 @@
 //   cuda with set_cuda_graph(true): the same batches recorded once as a CUDA graph and
 //        replayed (recorded_batch.h), so ops shorter than a launch time the kernels, not
 //        the host's launch rate.
+//   cuda with set_cold_l2(true): each sample is one call after an untimed L2 flush
+//        (cold_cache.h), with events or as a graph replay alike; such rows say cold_l2=1.
 #pragma once
 
 #include "adaptive_stop.h"
@@ -28,6 +30,9 @@ struct Workload {
   int64_t bytes = 0;     // each input read once + each output written once
   int64_t elements = 0;  // elements of the output
   std::string label;     // what this row runs, shown beside it: "float32 at::add(a, b)"
+  // Floating-point operations per call (the registry's `flops:` times the elements of the
+  // op's largest Tensor argument; the JSON's "flops" counter); 0: not known, not recorded.
+  double flops = 0;
 };
 
 // Builds the inputs on the device when the row runs, so a device holds only one row's
@@ -47,5 +52,8 @@ void set_stop_rule(const StopRule& rule);
 
 // Whether CUDA rows are timed as replays of a CUDA graph (off: events around eager calls).
 void set_cuda_graph(bool enabled);
+
+// Whether CUDA rows flush the L2 cache before each sample of one call (--cold-l2).
+void set_cold_l2(bool enabled);
 
 }  // namespace backplane::bench

@@ -77,6 +77,7 @@ class OpInfo:
     namespace: str = "backplane"
     shape: tuple[dict, ...] = ()  # one rule per output: {"kind": "broadcast", "args": [...]}, ...
     sharding: dict = field(default_factory=dict)  # `sharding:` as written ({"kind": "derived"} without it)
+    flops: float | None = None  # `flops:` per element of the largest Tensor argument (None: not given)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ def ops() -> list[OpInfo]:
             namespace=row["namespace"],
             shape=tuple(row["shape"]),
             sharding=dict(row["sharding"]),
+            flops=row.get("flops"),
         )
         for row in core().ops()
     ]

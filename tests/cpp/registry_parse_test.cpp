@@ -76,6 +76,25 @@ TEST(RegistryErrors, BenchPresetLayouts) {
                "bench preset 'square': argument 'x' has 2 dimension(s), too few for layout 'permuted'");
 }
 
+// `flops:` (the bench's %peak): a count > 0 per element of the largest Tensor argument.
+TEST(Registry, FlopsPerElement) {
+  const Registry r = parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    flops: 2.5\n"),
+                                    "test.yaml");
+  EXPECT_EQ(r.ops()[0].checks.flops_per_element, 2.5);
+  EXPECT_EQ(parse_registry(op_yaml(), "test.yaml").ops()[0].checks.flops_per_element, 0);  // not given
+  EXPECT_EQ(registry().find("rms_norm")->checks.flops_per_element, 4);  // the shipped registry
+}
+
+TEST(RegistryErrors, FlopsMustBeAPositiveNumber) {
+  const std::string expected = "flops of 'twice' must be a number > 0: the floating-point operations per element of "
+                               "its largest Tensor argument (e.g. 1 for add), found ";
+  for (const auto& [value, found] : std::vector<std::pair<std::string, std::string>>{
+           {"0", "'0'"}, {"-1", "'-1'"}, {"many", "'many'"}, {".inf", "'.inf'"}, {"1e999", "'1e999'"},
+           {"[1]", "a list"}, {"2x", "'2x'"}})
+    expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    flops: " + value + "\n"),
+                 "test.yaml:6:12", expected + found);
+}
+
 TEST(RegistryErrors, UnknownTopLevelKey) {
   expect_error("ops: []\nopz: []\n", "test.yaml:2:1", "unknown top-level key 'opz'; expected: namespace, ops, classes");
 }
@@ -119,7 +138,7 @@ TEST(RegistryErrors, MissingKey) {
 
 TEST(RegistryErrors, UnknownKey) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{same_as: x}", "    dtype: [float32]\n"),
-               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, choices, doc, dtypes, errors, exact, reference, samples, schema, shape, sharding, tolerance");
+               "test.yaml:6:5", "unknown key 'dtype'; expected one of: autocast, backward, baseline, bench, choices, doc, dtypes, errors, exact, flops, reference, samples, schema, shape, sharding, tolerance");
 }
 
 TEST(RegistryErrors, ReservedKey) {

@@ -96,6 +96,10 @@ struct BACKPLANE_API OpChecks {
   std::vector<OpInputs> samples;    // each checked in every layout and dtype
   std::vector<OpErrorCase> errors;  // inputs the op must refuse
   std::vector<OpInputs> bench;      // shapes for `backplane bench`
+  // `flops:` the floating-point operations per element of the op's largest Tensor
+  // argument, from its reference formula (registry/ops.yaml's header says how they are
+  // counted): the bench's %peak column. 0: not given, and the column is blank.
+  double flops_per_element = 0;
 };
 
 // One entry of `backward:`: the gradient of one Tensor argument, or of several at once.

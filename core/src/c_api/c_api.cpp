@@ -133,6 +133,10 @@ std::string ops_json() {
                        .raw("differentiable", json::list(differentiable_args(def)))
                        .str("reference", def.checks.reference)
                        .str("baseline", def.checks.baseline)
+                       // `flops:` per element of the largest Tensor argument; null: not given
+                       .raw("flops", def.checks.flops_per_element > 0
+                                         ? ivalue_json(c10::IValue(def.checks.flops_per_element))
+                                         : "null")
                        .raw("backward", backward.done())
                        .raw("shape", shape_json(def))
                        .raw("sharding", sharding_json(def.sharding))

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
@@ -46,6 +47,7 @@ class ChecksParser {
     if (const YAML::Node bench = node["bench"])
       for (const auto& item : list(bench, "bench"))
         checks.bench.push_back(inputs(item, Kind::Bench));
+    if (const YAML::Node flops = node["flops"]) checks.flops_per_element = flops_per_element(flops);
     if (checks.samples.empty()) default_samples(node);
     if (checks.bench.empty() && elementwise()) {
       // The first sample's other arguments, every Tensor at 1M elements.
@@ -226,6 +228,18 @@ class ChecksParser {
       fail(node, "magnitude must be a positive finite number (the factor every Tensor argument's values are "
                  "multiplied by), found '" + node.Scalar() + "'");
     return m;
+  }
+
+  // `flops:` a count per element, so > 0 and finite; an op of no arithmetic (a copy)
+  // leaves the key out rather than giving 0, which would read as a roofline of 0%.
+  double flops_per_element(const YAML::Node& node) const {
+    const std::string found = node.IsScalar() ? "'" + node.Scalar() + "'" : kind_name(node);
+    char* end = nullptr;
+    const double f = node.IsScalar() ? std::strtod(node.Scalar().c_str(), &end) : 0;
+    if (!node.IsScalar() || node.Scalar().empty() || *end != '\0' || !(f > 0) || !std::isfinite(f))
+      fail(node, "flops of '" + op_.name + "' must be a number > 0: the floating-point operations per element of "
+                 "its largest Tensor argument (e.g. 1 for add), found " + found);
+    return f;
   }
 
   std::string layout(const YAML::Node& node) const {

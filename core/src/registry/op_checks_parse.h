@@ -9,7 +9,7 @@
 
 namespace backplane::detail {
 
-inline constexpr const char* kOpCheckKeys[] = {"reference", "baseline", "exact", "tolerance", "samples", "errors", "bench"};
+inline constexpr const char* kOpCheckKeys[] = {"reference", "baseline", "exact", "tolerance", "samples", "errors", "bench", "flops"};
 
 // Fills op.checks from the op's node; op's schema, dtypes and shape rule are parsed
 // already. Ops with an elementwise shape rule and no samples get default samples.

@@ -6,7 +6,9 @@ Benchmark), and reads, compares and plots its JSON.
     results = bench.run(backends="cpu", shapes="all", repetitions=5)  # the full sweep
     results = bench.run(backends="cuda", cuda_graph=True)   # kernel time, without launches
     results = bench.run(backends="cpu", backward=True)   # forward+backward of each op with a backward:
+    results = bench.run(backends="cuda", cold_l2=True)   # cuda samples after an L2 flush
     results["benchmarks"] += bench.compiled_rows(results)  # torch.compile of each reference, timed alike
+    results["benchmarks"] += bench.selected_rows(results)  # the op itself under torch.compile (--mode compile)
     for row in bench.rows(results): print(row)
     bench.compare(bench.load("base.json"), results)      # Mann-Whitney U per row
     bench.plot(results, "bench.png")
@@ -33,16 +35,17 @@ import sys
 from .chart import plot
 from .cli import comparison_asked, parser, refuse_before_running
 from .comparison import compare, format_comparison, mann_whitney_p
-from .compiled import add_compiled_rows, compiled_rows, wanted_by_default
+from .compiled import add_compiled_rows, compiled_rows, selected_rows, wanted_by_default
 from .engine import engine, run
 from .noise import noise_warnings, noisy_copy_groups
-from .results import CallCost, Row, call_costs, check_run, load, machine, merge, rows
-from .tables import call_cost_table, format_table, markdown, side_by_side, table
+from .results import CallCost, Row, call_costs, check_run, load, machine, merge, mode_of, peak_flops, rows
+from .tables import call_cost_table, format_table, markdown, percent_of_peak, side_by_side, table
 
 __all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "compiled_rows", "engine",
            "format_comparison",
-           "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "noise_warnings",
-           "noisy_copy_groups", "plot", "rows", "run", "side_by_side", "table"]
+           "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "mode_of",
+           "noise_warnings", "noisy_copy_groups", "peak_flops", "percent_of_peak", "plot", "rows", "run",
+           "selected_rows", "side_by_side", "table"]
 
 
 def main(argv=None) -> int:
@@ -63,11 +66,16 @@ def main(argv=None) -> int:
             # RuntimeError: the engine refused (its reason is on stderr already) or failed
             repetitions = args.repetitions or (5 if args.compare or args.compare_backends else 1)
             results = run(args.backends, args.ops, args.dtypes, args.shapes, repetitions, args.json,
-                          quiet=True, extra=extra, cuda_graph=args.cuda_graph, backward=args.backward)
-            # Without --compile: where a backend runs on cuda, for cuda's rows (a CPU compile is slow)
-            if args.compile or (args.compile is None and wanted_by_default(results)):
+                          quiet=True, extra=extra, cuda_graph=args.cuda_graph, backward=args.backward,
+                          cold_l2=args.cold_l2)
+            # --mode compile: the selected rows, and the compiled references beside them unless --no-compile.
+            # Without --compile otherwise: where a backend runs on cuda, for cuda's rows (a CPU compile is slow)
+            selected = args.mode == "compile"
+            reference = args.compile or (args.compile is None and (selected or wanted_by_default(results)))
+            if reference or selected:
                 add_compiled_rows(results, args.min_time, args.max_time, args.json,
-                                  device_types=None if args.compile else ("cuda",))
+                                  device_types=None if args.compile or selected else ("cuda",),
+                                  selected=selected, reference=bool(reference))
     except (OSError, ValueError, RuntimeError) as e:
         print(f"backplane bench: {e}", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ def plot(results: dict, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines = [t for t in table(results) if t["gbps"]]
+    lines = [t for t in table(results) if t["gbps"] and t["impl"] == "backplane"]  # the kernels, one bar each
     if not lines:
         raise ValueError("nothing to plot: no backplane row has a bandwidth")
     by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}

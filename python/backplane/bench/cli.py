@@ -42,6 +42,18 @@ def _threshold(text: str) -> float:
     return _number(text, float, lambda p: 0 <= p < math.inf, "a percentage >= 0 such as 5")
 
 
+MODES = ("eager", "compile")
+
+
+def _mode(text: str) -> str:
+    """--mode: what the rows beside the engine's are timed in. CUDA graph replays are
+    --cuda-graph's, which combines with either."""
+    if text not in MODES:
+        hint = " (CUDA graph replays: --cuda-graph)" if text == "graph" else ""
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(MODES)}, found '{text}'{hint}")
+    return text
+
+
 def _backend_pair(text: str) -> tuple[str, str]:
     names = text.split(",")
     if len(names) != 2 or not all(names) or names[0] == names[1]:
@@ -69,6 +81,11 @@ def refuse_before_running(args) -> None:
             raise ValueError(f"--compare-backends: {', '.join(missing)} not among --backends ({args.backends})")
     if args.input and args.compile:
         raise ValueError("--compile times torch.compile beside a run of the engine; with --input nothing is run")
+    if args.input and args.mode == "compile":
+        raise ValueError("--mode compile times torch.compile beside a run of the engine; with --input nothing is run")
+    if args.input and args.cold_l2:
+        raise ValueError("--cold-l2 changes how rows are timed; with --input nothing is run (the run's context "
+                         "\"cache\" says how its rows were)")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -124,6 +141,14 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--backward", action="store_true",
                    help="time forward+backward of each op with a backward: in the registry (gradients checked "
                         "against the baseline's first); ops without one are skipped")
+    p.add_argument("--cold-l2", action="store_true",
+                   help="cuda rows (the engine's and torch.compile's): each sample one call after an untimed write of "
+                        "twice the device's L2 cache, so inputs smaller than L2 are read from memory as in a model "
+                        "(nvbench's cold mode); no effect on cpu rows")
+    p.add_argument("--mode", type=_mode, default="eager",
+                   help="compile: also time, for each op and preset, the op itself under torch.compile as the "
+                        "selection file in force serves it (rows 'selected', mode compile; implies --compile "
+                        "unless --no-compile); eager (the default): the engine's rows alone")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="after the engine, time torch.compile of each reference row's op on its device (the "
                         "'x compile' column; a CPU needs a C++ compiler for Inductor); default: on where a "

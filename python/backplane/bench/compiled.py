@@ -17,8 +17,17 @@ compile is an error entry, not timed. The pass is the run's: context "pass" forw
 forward+backward, which times the compiled forward and the backward through autograd
 (torch.autograd.grad with a fixed random output gradient, into the arguments the op's
 `backward:` names). Each row is timed as its reference row was: as many repetitions, as
-CUDA graph replays where that row was. Devices: cpu (Inductor needs a C++ compiler) and
-cuda."""
+CUDA graph replays where that row was, cold (--cold-l2) where it was. Devices: cpu (Inductor
+needs a C++ compiler) and cuda.
+
+`backplane bench --mode compile` adds beside them the rows of the op itself under
+torch.compile, <op>/<backend>/selected/<preset>_<dtype> (selected_rows): torch.ops.<ns>.<op>
+compiled the same way (dynamic=False, fullgraph=True), with whatever selection file is in
+force, so a row times what a compiled model calls: the plugin the selection names for the
+call (until a compile-time pass replaces the op by Inductor's code where the selection names
+`inductor`, an extern call to the plugin's kernel). Each is checked against the op's eager
+call (for an op that writes an argument: that argument, from fresh copies of the inputs)
+and timed as the compiled rows are. Every entry here says "mode": "compile"."""
 from __future__ import annotations
 
 import json
@@ -35,7 +44,9 @@ from .results import _UNITS, _error, pass_of, repetitions
 from .timing import stop_rule, time_step
 
 LABEL = "torch.compile(reference)"
+SELECTED_LABEL = "torch.compile(selected)"
 PASSES = ("forward", "forward+backward")
+MODE = "compile"  # every entry's "mode" (results.mode_of)
 
 _MAX_MESSAGE = 2000  # an Inductor failure carries its whole generated source; the head says why
 # max |compiled - eager| <= tolerance * (|eager| + max |eager|), per element: eager rounds
@@ -74,6 +85,23 @@ def compiled_rows(results: dict, *, min_time: float | None = None, max_time: flo
     as the engine's --min-time/--max-time. device_types: the rows of backends on these
     device types only ("cuda",...; default: all). progress(done, total, name) is called
     before each row, and with done == total at the end."""
+    return _rows_beside_references(results, "compiled", min_time, max_time, device_types, progress)
+
+
+def selected_rows(results: dict, *, min_time: float | None = None, max_time: float | None = None,
+                  device_types=None, progress=None) -> list[dict]:
+    """As compiled_rows, the rows of the op itself under torch.compile (impl "selected"),
+    served as the selection file in force says; the run's backends are loaded first (the
+    engine loaded them in its own process)."""
+    import backplane
+
+    backends = [key.removeprefix("backend.") for key in results.get("context", {}) if key.startswith("backend.")]
+    if backends:
+        backplane.load(*backends)
+    return _rows_beside_references(results, "selected", min_time, max_time, device_types, progress)
+
+
+def _rows_beside_references(results, impl, min_time, max_time, device_types, progress) -> list[dict]:
     import backplane
 
     passes = pass_of(results)
@@ -87,7 +115,7 @@ def compiled_rows(results: dict, *, min_time: float | None = None, max_time: flo
                      in device_types)
     entries = []
     for done, ((op, backend, label, dtype), references) in enumerate(targets):
-        name = f"{op}/{backend}/compiled/{label}_{dtype}"
+        name = f"{op}/{backend}/{impl}/{label}_{dtype}"
         if progress:
             progress(done, len(targets), name)
         record = context.get(f"backend.{backend}", "")
@@ -97,16 +125,20 @@ def compiled_rows(results: dict, *, min_time: float | None = None, max_time: flo
             device = _device_of(record)
             if not device:
                 raise ValueError(f'the run\'s context names no device for backend {backend}: "{record}"')
-            entries += _timed_row(name, ops[op], label, dtype, torch.device(device), passes, references, rule)
+            timed = _timed_row if impl == "compiled" else _timed_selected_row
+            entries += timed(name, ops[op], label, dtype, torch.device(device), passes, references, rule)
         except WrongResult as e:
-            entries.append(_error_entry(name, str(e)))
+            entries.append(_error_entry(name, str(e), _LABELS[impl]))
         except Exception as e:  # noqa: BLE001  (any failure to compile or run is the row's, as in the engine)
-            entries.append(_error_entry(name, f"{type(e).__name__}: {e}"[:_MAX_MESSAGE].strip()))
+            entries.append(_error_entry(name, f"{type(e).__name__}: {e}"[:_MAX_MESSAGE].strip(), _LABELS[impl]))
         finally:
             torch._dynamo.reset()  # each row compiles afresh; the cache limit per function is never reached
     if progress:
         progress(len(targets), len(targets), "")
     return entries
+
+
+_LABELS = {"compiled": LABEL, "selected": SELECTED_LABEL}
 
 
 class WrongResult(AssertionError):
@@ -144,9 +176,79 @@ def _timed_row(name, op, label, dtype_name, device, passes, references, rule) ->
         def step():
             compiled(*tensors)
     check_same(run(compiled), run(eager))
+    return _time_like(name, step, device, rule, references, f"{dtype_name} {LABEL}: {formula_text}")
+
+
+def _time_like(name, step, device, rule, references, label) -> list[dict]:
+    """The row timed as its reference row was: as many repetitions, CUDA graph replays and
+    a cold L2 where that row had them."""
     cuda_graph = any(bool(e.get("cuda_graph")) for e in references)
-    timings = time_step(step, device, rule, repetitions=len(references), cuda_graph=cuda_graph)
-    return _entries(name, timings, references, f"{dtype_name} {LABEL}: {formula_text}", cuda_graph)
+    cold_l2 = any(bool(e.get("cold_l2")) for e in references)
+    timings = time_step(step, device, rule, repetitions=len(references), cuda_graph=cuda_graph, cold_l2=cold_l2)
+    return _entries(name, timings, references, label, cuda_graph, cold_l2)
+
+
+def _timed_selected_row(name, op, label, dtype_name, device, passes, references, rule) -> list[dict]:
+    """The op itself under torch.compile, checked against its eager call, then timed."""
+    import backplane
+
+    dtype = getattr(torch, dtype_name)
+    backward = passes == "forward+backward"
+    if backward and not op.differentiable:
+        raise ValueError(f"{op.name} has no backward: in the registry; a forward+backward run cannot time it")
+    values = preset_values(op, preset_for(op, label), dtype=dtype, device=device,
+                           requires_grad=op.differentiable if backward else ())
+    eager, compiled, tensors = _compiled_call(backplane.torch_op(op.name), op, values)
+    written = _written_argument(op)
+    names = [n for n in op.tensor_args if n in values]
+    if backward:
+        inputs = [values[n] for n in op.differentiable]
+        generator = torch.Generator(device=device).manual_seed(1)
+        grads = [torch.randn(t.shape, dtype=t.dtype, device=device, generator=generator)
+                 for t in _tensors(eager(*tensors))]
+
+        def run(fn):
+            outputs = _tensors(fn(*tensors))
+            gradients = torch.autograd.grad(outputs, inputs, grads)
+            return {**_named(outputs), **{f"gradient of {n}": g for n, g in zip(op.differentiable, gradients)}}
+
+        def step():
+            torch.autograd.grad(_tensors(compiled(*tensors)), inputs, grads)
+    elif written:
+        def run(fn):  # fresh copies: the op changes its argument
+            fresh = [t.clone() for t in tensors]
+            fn(*fresh)
+            return {f"written {written}": fresh[names.index(written)]}
+
+        def step():
+            compiled(*tensors)
+    else:
+        def run(fn):
+            return _named(_tensors(fn(*tensors)))
+
+        def step():
+            compiled(*tensors)
+    check_same(run(compiled), run(eager))
+    return _time_like(name, step, device, rule, references,
+                      f"{dtype_name} {SELECTED_LABEL}: torch.ops.{op.namespace}.{op.name.rpartition('::')[2]}")
+
+
+def _compiled_call(packet, op, values: dict):
+    """(eager, compiled, tensors): the op's packet as a function of its Tensor arguments
+    (the others fixed, by name), both ways, and those tensors."""
+    names = [n for n in op.tensor_args if n in values]
+    fixed = {k: v for k, v in values.items() if k not in names}
+
+    def call(*tensors):
+        return packet(**fixed, **dict(zip(names, tensors)))
+
+    return call, compile_reference(call), [values[n] for n in names]
+
+
+def _written_argument(op) -> str:
+    """The argument an op writes (an in_place or out shape rule), or ""."""
+    rule = op.shape[0] if op.shape else {}
+    return rule.get("args", [""])[0] if rule.get("kind") in ("in_place", "out") else ""
 
 
 def _compiled_formula(formula: Formula, op, values: dict):
@@ -206,53 +308,77 @@ def check_same(got: dict, expected: dict) -> None:
                         f"max |eager|); max abs difference {diff.nan_to_num(float('inf')).max().item():.3g}")
 
 
-def _entries(name, timings, references, label, cuda_graph) -> list[dict]:
+def _entries(name, timings, references, label, cuda_graph, cold_l2=False) -> list[dict]:
     """One entry per repetition, with the reference row's traffic (bytes and elements per
-    call are the same workload's) turned into rates at this row's time."""
+    call are the same workload's) turned into rates at this row's time, and its FLOPs per
+    call."""
     def per_call(rate):
         amounts = [e[rate] * e["real_time"] * _UNITS[e.get("time_unit", "us")] * 1e-6 for e in references if rate in e]
         return median(amounts) if amounts else None
 
     nbytes, items = per_call("bytes_per_second"), per_call("items_per_second")
+    flops = [e["flops"] for e in references if isinstance(e.get("flops"), (int, float)) and e["flops"] > 0]
     entries = []
     for i, t in enumerate(timings):
         entry = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": len(timings),
                  "repetition_index": i, "threads": 1, "iterations": 1, "real_time": t.seconds * 1e6,
                  "time_unit": "us", "spread": t.spread, "samples": t.samples, "sampled_seconds": t.sampled_seconds,
-                 "calls_per_batch": t.calls_per_batch, "label": label}
+                 "calls_per_batch": t.calls_per_batch, "label": label, "mode": MODE}
         if nbytes is not None:
             entry["bytes_per_second"] = nbytes / t.seconds
         if items is not None:
             entry["items_per_second"] = items / t.seconds
+        if flops:
+            entry["flops"] = median(flops)
         if cuda_graph:
             entry["cuda_graph"] = 1
+        if cold_l2:
+            entry["cold_l2"] = 1
         entries.append(entry)
     return entries
 
 
-def _error_entry(name: str, message: str) -> dict:
+def _error_entry(name: str, message: str, label: str = LABEL) -> dict:
     return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
             "threads": 1, "iterations": 0, "error_occurred": True, "error_message": message,
-            "label": LABEL}
+            "label": label, "mode": MODE}
 
 
-def print_progress(done: int, total: int, name: str) -> None:
+def progress_printer(label: str):
     """A progress line on a terminal (stderr), overwritten by the next and cleared at the
     end; nothing when piped."""
-    if sys.stderr.isatty():
-        line = f"{LABEL} {done + 1}/{total}: {name}" if done < total else ""
-        print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+    def print_progress(done: int, total: int, name: str) -> None:
+        if sys.stderr.isatty():
+            line = f"{label} {done + 1}/{total}: {name}" if done < total else ""
+            print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+    return print_progress
 
 
-def add_compiled_rows(results: dict, min_time=None, max_time=None, json_path=None, device_types=None) -> None:
+print_progress = progress_printer(LABEL)
+
+
+def add_compiled_rows(results: dict, min_time=None, max_time=None, json_path=None, device_types=None,
+                      selected: bool = False, reference: bool = True) -> None:
     """`backplane bench`'s step after the engine: the compiled rows into `results` (and
     the JSON file the engine wrote, if any), with a progress line on a terminal and one
-    line on stderr per row that failed (the table shows such a row as "-")."""
-    entries = compiled_rows(results, min_time=min_time, max_time=max_time, device_types=device_types,
-                            progress=print_progress)
+    line on stderr per row that failed (the table shows such a row as "-"). reference: the
+    rows of torch.compile of each reference; selected: those of the op itself under
+    torch.compile (`--mode compile`), for every device type."""
+    import backplane
+
+    entries = []
+    context = results.setdefault("context", {})
+    if reference:
+        entries += compiled_rows(results, min_time=min_time, max_time=max_time, device_types=device_types,
+                                 progress=print_progress)
+        context["compiled"] = (f"{LABEL}: torch {torch.__version__}, dynamic=False, fullgraph=True; timed as the "
+                               "reference rows")
+    if selected:
+        entries += selected_rows(results, min_time=min_time, max_time=max_time,
+                                 progress=progress_printer(SELECTED_LABEL))
+        context["selected"] = (f"{SELECTED_LABEL}: torch {torch.__version__}, dynamic=False, fullgraph=True, "
+                               f"selection file {backplane.selection_file() or 'none'}; timed as the reference rows")
     results["benchmarks"] += entries
-    results.setdefault("context", {})["compiled"] = (f"{LABEL}: torch {torch.__version__}, dynamic=False, "
-                                                     "fullgraph=True; timed as the reference rows")
     for e in entries:
         if e.get("error_occurred"):
             print(f"backplane bench: {e['name']}: {' '.join(e['error_message'].split())[:300]}", file=sys.stderr)

@@ -26,12 +26,13 @@ def _csv(value) -> str:
 
 
 def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repetitions=1, json_path=None,
-        quiet=False, extra=(), cuda_graph=False, backward=False) -> dict:
+        quiet=False, extra=(), cuda_graph=False, backward=False, cold_l2=False) -> dict:
     """Runs the engine and returns its Google Benchmark JSON (also written to json_path).
     shapes: preset names, or "all" (default: each op's first); each repetition of a row
     samples until its spread is on target (bench/adaptive_stop.h).
     cuda_graph: cuda rows timed as CUDA graph replays (the kernels without the host's launches).
-    backward: forward+backward of each op with a `backward:` (the context's "pass" says so)."""
+    backward: forward+backward of each op with a `backward:` (the context's "pass" says so).
+    cold_l2: cuda rows sampled one call at a time after an L2 flush (the context's "cache" says so)."""
     if json_path:
         out = Path(json_path)
     else:
@@ -48,6 +49,8 @@ def run(backends="cpu", ops=(), dtypes=("float32", "bfloat16"), shapes=(), repet
         args.append("--cuda-graph")
     if backward:
         args.append("--backward")
+    if cold_l2:
+        args.append("--cold-l2")
     args += list(extra)
     try:
         done = subprocess.run(args, stdout=subprocess.DEVNULL if quiet else None, text=True)

@@ -42,7 +42,9 @@ def _library() -> ctypes.CDLL:
     lib.backplane_bench_table_new.argtypes = [strings, strings, u64, ctypes.c_int]
     lib.backplane_bench_table_new.restype = ctypes.c_void_p
     lib.backplane_bench_table_add_run.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double, ctypes.c_double,
-                                                  ctypes.c_double, ctypes.c_char_p]
+                                                  ctypes.c_double, ctypes.c_char_p, ctypes.c_double, ctypes.c_char_p]
+    lib.backplane_bench_table_set_peak_flops.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                         ctypes.c_double]
     lib.backplane_bench_table_format.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u64]
     lib.backplane_bench_table_format.restype = u64
     lib.backplane_bench_table_free.argtypes = [ctypes.c_void_p]
@@ -118,19 +120,23 @@ def _strings(values) -> ctypes.Array:
     return (ctypes.c_char_p * len(values))(*(_c_string(v) for v in values))
 
 
-def console_table(repetitions, shared_rows: dict, backward: bool) -> str:
+def console_table(repetitions, shared_rows: dict, backward: bool, peak_flops: dict | None = None) -> str:
     """The engine's console table (bench/console_table.h) of a run's repetitions, each
-    (run name, seconds per call, bytes per second or None, spread or None, error or "") as
-    Google Benchmark reports them; shared_rows: backend -> the backend whose reference and
-    copy_ rows it reads."""
+    (run name, seconds per call, bytes per second or None, spread or None, error or "",
+    FLOPs per call or None, mode) as Google Benchmark reports them; shared_rows: backend ->
+    the backend whose reference and copy_ rows it reads; peak_flops: (backend, dtype) ->
+    the measured FLOP/s the %peak column reads against."""
     lib = _library()
     nan = float("nan")
     table = lib.backplane_bench_table_new(_strings(list(shared_rows)), _strings(list(shared_rows.values())),
                                           len(shared_rows), int(backward))
     try:
-        for name, seconds, bps, spread, error in repetitions:
+        for (backend, dtype), rate in (peak_flops or {}).items():
+            lib.backplane_bench_table_set_peak_flops(table, _c_string(backend), _c_string(dtype), rate)
+        for name, seconds, bps, spread, error, flops, mode in repetitions:
             lib.backplane_bench_table_add_run(table, _c_string(name), seconds, nan if bps is None else bps,
-                                              nan if spread is None else spread, _c_string(error))
+                                              nan if spread is None else spread, _c_string(error),
+                                              nan if flops is None else flops, _c_string(mode))
         return _text(lambda out, size: lib.backplane_bench_table_format(table, out, size))
     finally:
         lib.backplane_bench_table_free(table)

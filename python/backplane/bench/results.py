@@ -20,12 +20,15 @@ class Row:
     plugin: str        # the plugin library that served it (from the run's context)
     shape: str         # the registry preset
     dtype: str
-    impl: str          # backplane | reference (PyTorch's op) | copy_ (the device's copy bandwidth)
+    impl: str          # backplane | reference (PyTorch's op) | copy_ (the device's copy bandwidth) |
+                       # compiled (torch.compile of the reference) | selected (torch.compile of the op)
     times_us: tuple    # one per repetition
     gbps: float | None  # 1 GB = 1e9 bytes: each input read once, each output written once
     error: str = ""
     cuda_graph: bool = False  # timed as CUDA graph replays (--cuda-graph), not eager calls
     sample_spread: float = 0.0  # the engine's "spread" counter: its samples' within one repetition
+    mode: str = "eager"  # how it was timed: eager, graph (CUDA graph replays), compile, compile+graph (mode_of)
+    flops: float | None = None  # FLOPs per call (the registry's flops: times the largest argument's elements)
 
     @property
     def median_us(self) -> float:
@@ -220,7 +223,8 @@ def merge(runs: dict) -> dict:
                 raise ValueError(f"backend '{backend}' is in both {owner[backend]} and {name}: compare them with "
                                  f"--compare, or merge runs of different backends")
             owner[backend] = name
-        merged["context"].update({k: v for k, v in ctx.items() if k.startswith(("backend.", "shared_rows."))})
+        merged["context"].update({k: v for k, v in ctx.items()
+                                  if k.startswith(("backend.", "shared_rows.", "peak_flops."))})
         if not merged["context"]["runs"] and "cpu_model" in ctx:  # the first run's machine, as host_name
             merged["context"]["cpu_model"] = ctx["cpu_model"]
         for key in ("date", "host_name", "num_cpus", "torch_version", "timing"):
@@ -248,6 +252,36 @@ def _error(entry: dict) -> str:
     return ""
 
 
+MODES = ("eager", "compile")  # an entry's "mode" (Python's torch.compile rows say compile; the engine's none)
+
+
+def mode_of(entry: dict) -> str:
+    """How a repetition was timed: its "mode" (eager where absent: the engine's rows), and
+    "graph" where it was replayed from a CUDA graph: graph, or compile+graph."""
+    base = entry.get("mode") if entry.get("mode") in MODES else "eager"
+    if entry.get("cuda_graph"):
+        return "graph" if base == "eager" else f"{base}+graph"
+    return base
+
+
+def peak_flops(results: dict) -> dict[tuple[str, str], float]:
+    """(backend, dtype) -> the peak FLOP/s the engine measured for that backend's device
+    (context "peak_flops.<backend>.<dtype>"); values that are not a finite rate > 0 are
+    left out, so their rows' %peak is blank."""
+    found = {}
+    for key, value in results.get("context", {}).items():
+        if not key.startswith("peak_flops.") or key.count(".") < 2:
+            continue
+        backend, _, dtype = key.removeprefix("peak_flops.").rpartition(".")
+        try:
+            rate = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(rate) and rate > 0 and backend:
+            found[(backend, dtype)] = rate
+    return found
+
+
 def rows(results: dict) -> list[Row]:
     """One Row per op/backend/impl/shape_dtype, from the individual repetitions."""
     context = results.get("context", {})
@@ -257,7 +291,8 @@ def rows(results: dict) -> list[Row]:
         if op.startswith("call_overhead_") or dtype not in _DTYPES:
             continue  # host cost per call (call_overhead_<op>/<backend>/<impl>/1): call_costs()
         entry = found.setdefault((op, backend, impl, shape, dtype),
-                                 {"times": [], "gbps": [], "error": "", "cuda_graph": False, "spreads": []})
+                                 {"times": [], "gbps": [], "error": "", "cuda_graph": False, "spreads": [],
+                                  "mode": mode_of(e), "flops": []})
         if _error(e):
             entry["error"] = _error(e)
             continue
@@ -268,12 +303,16 @@ def rows(results: dict) -> list[Row]:
             entry["gbps"].append(e["bytes_per_second"] / 1e9)
         if _finite(e.get("spread")):
             entry["spreads"].append(e["spread"])
+        if _finite(e.get("flops")) and e["flops"] > 0:
+            entry["flops"].append(e["flops"])
+        entry["mode"] = mode_of(e)
     out = []
     for (op, backend, impl, shape, dtype), v in found.items():
         plugin = context.get(f"backend.{backend}", "").split(" (")[0]
         out.append(Row(op, backend, plugin, shape, dtype, impl, tuple(v["times"]),
                        median(v["gbps"]) if v["gbps"] else None, v["error"], v["cuda_graph"],
-                       median(v["spreads"]) if v["spreads"] else 0.0))
+                       median(v["spreads"]) if v["spreads"] else 0.0, v["mode"],
+                       median(v["flops"]) if v["flops"] else None))
     return out
 
 

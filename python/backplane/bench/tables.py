@@ -5,16 +5,24 @@ How to read them: bench/results/method.md."""
 from __future__ import annotations
 
 from .native import console_table
-from .results import (_UNITS, _error, _finite, call_costs, machine, pass_of, repetitions, rows, run_summary,
-                      shared_rows_owner)
+from .results import (_UNITS, _error, _finite, call_costs, machine, mode_of, pass_of, peak_flops, repetitions, rows,
+                      run_summary, shared_rows_owner)
+
+# The rows a table has a line for: the backend's kernel (eager or CUDA graph replays), and the
+# op as the selection in force serves it under torch.compile (`backplane bench --mode compile`).
+LINE_IMPLS = ("backplane", "selected")
 
 
 def table(results: dict) -> list[dict]:
-    """Per op/backend/shape/dtype: backplane's median and spread, GB/s, percent of copy_
-    and the ratio against the reference (> 1: faster than PyTorch), and against
-    torch.compile's ("compiled" rows) where the run timed it. A backend that shares its
-    device's reference and copy_ rows (timed once per device) is read against those."""
+    """Per op/backend/shape/dtype: a line for backplane's row and one for the selected row
+    where the run timed it (impl, mode: eager, graph, compile, compile+graph), each with its
+    median and spread, GB/s, fraction of copy_ and of the device's peak FLOP/s (where the
+    op's FLOPs are known: pct_peak), and the ratio against the reference (> 1: faster than
+    PyTorch), and against torch.compile's ("compiled" rows) where the run timed it. A
+    backend that shares its device's reference and copy_ rows (timed once per device) is
+    read against those, and against its device's peak."""
     by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
+    peaks = peak_flops(results)
 
     def device_row(op, backend, shape, dtype, impl):
         return by.get((op, backend, shape, dtype, impl)) or by.get(
@@ -22,20 +30,42 @@ def table(results: dict) -> list[dict]:
 
     lines = []
     for (op, backend, shape, dtype, impl), r in sorted(by.items()):
-        if impl != "backplane":
+        if impl not in LINE_IMPLS:
             continue
         ref, copy = device_row(op, backend, shape, dtype, "reference"), device_row(op, backend, shape, dtype, "copy_")
         compiled = device_row(op, backend, shape, dtype, "compiled")
+        peak = peaks.get((backend, dtype)) or peaks.get((shared_rows_owner(results, backend), dtype))
         lines.append({
             "op": op, "backend": backend, "plugin": r.plugin, "shape": shape, "dtype": dtype,
+            "impl": impl, "mode": r.mode,
             "median_us": r.median_us, "spread": r.spread, "gbps": r.gbps, "error": r.error,
             "pct_copy": (r.gbps / copy.gbps) if r.gbps and copy and copy.gbps else None,
+            "pct_peak": percent_of_peak(r.flops, r.median_us, peak),
             "vs_reference": (ref.median_us / r.median_us) if ref and ref.times_us and r.times_us else None,
             "reference_us": ref.median_us if ref and ref.times_us else None,
             "vs_compiled": (compiled.median_us / r.median_us) if compiled and compiled.times_us and r.times_us
             else None,
         })
     return lines
+
+
+def percent_of_peak(flops_per_call, median_us, peak_flops_per_second):
+    """The fraction (0.25: 25%) of the device's peak FLOP/s a row reaches: its FLOPs per
+    call over its median time, over the peak; None where any of them is unknown."""
+    if not flops_per_call or not peak_flops_per_second or not median_us or median_us != median_us:
+        return None
+    return flops_per_call / (median_us * 1e-6) / peak_flops_per_second
+
+
+def peak_cell(fraction) -> str:
+    """A %peak as the console table shows it (bench/console_table.cpp): whole percents from
+    10%, else two significant digits (elementwise ops sit far below the peak); blank: "-"."""
+    if fraction is None:
+        return "-"
+    percent = 100 * fraction
+    if percent >= 10:
+        return f"{percent:.0f}%"
+    return f"{percent:.1f}%" if percent >= 1 else f"{percent:.2g}%"
 
 
 def _cells(t: dict) -> tuple[str, str, str]:
@@ -72,22 +102,29 @@ def format_table(results: dict) -> str:
     merged or with compiled rows added."""
     reps = [(f"{op}/{backend}/{impl}/{preset}", 0.0 if _error(e) else _seconds(e),
              e["bytes_per_second"] if _finite(e.get("bytes_per_second")) else None,
-             e["spread"] if _finite(e.get("spread")) else None, _error(e))
+             e["spread"] if _finite(e.get("spread")) else None, _error(e),
+             e["flops"] if _finite(e.get("flops")) else None, mode_of(e))
             for op, backend, impl, preset, e in repetitions(results) if _error(e) or _seconds(e) is not None]
     backends = {backend for _, backend, _, _, _ in repetitions(results)}
     shared = {b: shared_rows_owner(results, b) for b in sorted(backends)}
-    return console_table(reps, shared, _backward(results)).rstrip("\n")
+    return console_table(reps, shared, _backward(results), peak_flops(results)).rstrip("\n")
+
+
+def _mode_cell(t: dict) -> str:
+    """A line's mode as the tables show it: the selected row's says what was compiled."""
+    return f"{t['mode']} (selected)" if t.get("impl") == "selected" else t["mode"]
 
 
 def side_by_side(results: dict, command: str = "") -> str:
-    """A markdown table with one row per op, preset and dtype and a group of columns per
-    backend (µs, % of that device's copy_, × its PyTorch reference): cpu, npu and cuda
-    on the same workload in one line."""
+    """A markdown table with one row per op, preset, dtype and implementation (backplane's
+    kernel; the selected one under torch.compile where the run timed it) and a group of
+    columns per backend (µs, the mode it was timed in, % of that device's copy_, % of its
+    peak FLOP/s, × its PyTorch reference): cpu, npu and cuda on the same workload in one line."""
     lines = table(results)
     backends = sorted({t["backend"] for t in lines})
     keyed: dict[tuple, dict] = {}
     for t in lines:
-        keyed.setdefault((t["op"], t["shape"], t["dtype"]), {})[t["backend"]] = t
+        keyed.setdefault((t["op"], t["shape"], t["dtype"], t["impl"] != "backplane"), {})[t["backend"]] = t
     ctx = results.get("context", {})
     runs = ctx.get("runs") or [run_summary("this run", ctx)]
     passes = ", forward+backward" if _backward(results) else ""
@@ -96,24 +133,32 @@ def side_by_side(results: dict, command: str = "") -> str:
             f"{str(r['date'])[:10]}; timing: {r.get('timing', '?')}" for r in runs]
     if command:
         out += ["", f"Command: `{command}`"]
-    out += ["", "| op | preset | dtype | " + " | ".join(f"{b} µs | {b} % copy_ | {b} × ref" for b in backends) + " |",
-            "|---|---|---|" + "---:|---:|---:|" * len(backends)]
-    for (op, shape, dtype), per in sorted(keyed.items()):
+    out += ["", "| op | preset | dtype | " + " | ".join(f"{b} µs | {b} mode | {b} % copy_ | {b} % peak | {b} × ref"
+                                                      for b in backends) + " |",
+            "|---|---|---|" + "---:|---|---:|---:|---:|" * len(backends)]
+    for (op, shape, dtype, _), per in sorted(keyed.items()):
         cells = []
         for b in backends:
             t = per.get(b)
             if t is None:
-                cells += ["", "", ""]
+                cells += ["", "", "", "", ""]
             elif t["error"]:
-                cells += [f"FAILED: {t['error']}", "", ""]
+                cells += [f"FAILED: {t['error']}", _mode_cell(t), "", "", ""]
             else:
                 _, pct, ratio = _cells(t)
-                cells += [f"{t['median_us']:.2f}", pct, ratio]
+                cells += [f"{t['median_us']:.2f}", _mode_cell(t), pct, peak_cell(t["pct_peak"]), ratio]
         out.append(f"| {op} | {shape} | {dtype} | " + " | ".join(cells) + " |")
-    out += ["", "% copy_: against `out.copy_(x)` of the op's largest tensor on that device in the same run; "
-            "× ref: the registry reference's time over backplane's on that device (> 1: faster than PyTorch); "
-            "an empty cell: the row was not run on that backend."]
+    out += ["", f"{_MODES}; % copy_: against `out.copy_(x)` of the op's largest tensor on that device in the same "
+            f"run; {_PEAK}; × ref: the registry reference's time over this row's on that device (> 1: faster than "
+            "PyTorch); an empty cell: the row was not run on that backend."]
     return "\n".join(out)
+
+
+_MODES = ("mode: eager calls, graph: CUDA graph replays, compile: torch.compile (selected: of the op as the "
+          "selection in force serves it)")
+_PEAK = ("% peak: the row's FLOPs (the registry's flops: per element of the op's largest Tensor argument) per "
+         "second over the device's FMA rate measured in the same run (context peak_flops), blank where the registry "
+         "gives no flops:")
 
 
 def markdown(results: dict, command: str = "") -> str:
@@ -127,20 +172,23 @@ def markdown(results: dict, command: str = "") -> str:
     out = [f"### backplane bench: {', '.join(backends)}{passes} ({ctx.get('date', '')[:10]})", "",
            f"Machine {machine(ctx)}, {ctx.get('num_cpus', '?')} CPUs; torch "
            f"{ctx.get('torch_version', '?')}; {ctx.get('timing', '')}. Plugins: {plugins}.", ""]
+    if ctx.get("cache"):
+        out += [f"Cache: {ctx['cache']}.", ""]
     if command:
         out += [f"Command: `{command}`", ""]
-    out += ["| op | backend | preset | dtype | backplane µs | spread | GB/s | % of copy_ | × reference |",
-            "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    out += ["| op | backend | preset | dtype | mode | µs | spread | GB/s | % of copy_ | % of peak | × reference |",
+            "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for t in lines:
+        where = f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | {_mode_cell(t)} |"
         if t["error"]:
-            out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | FAILED: {t['error']} | | | | |")
+            out.append(f"{where} FAILED: {t['error']} | | | | | |")
             continue
         gbps, pct, ratio = _cells(t)
-        out.append(f"| {t['op']} | {t['backend']} | {t['shape']} | {t['dtype']} | {t['median_us']:.2f} | "
-                   f"±{100 * t['spread']:.1f}% | {gbps} | {pct} | {ratio} |")
-    out += ["", f"GB/s: {_bytes_counted(results)} (1 GB = 1e9 B); % of copy_: "
-            "against `out.copy_(x)` of the op's largest tensor in the same run; × reference: the registry "
-            "reference's time over backplane's (> 1: faster than PyTorch)."]
+        out.append(f"{where} {t['median_us']:.2f} | ±{100 * t['spread']:.1f}% | {gbps} | {pct} | "
+                   f"{peak_cell(t['pct_peak'])} | {ratio} |")
+    out += ["", f"{_MODES}; GB/s: {_bytes_counted(results)} (1 GB = 1e9 B); % of copy_: "
+            f"against `out.copy_(x)` of the op's largest tensor in the same run; {_PEAK}; × reference: the registry "
+            "reference's time over this row's (> 1: faster than PyTorch)."]
     costs = call_cost_table(results)
     if costs:
         out += ["", costs]

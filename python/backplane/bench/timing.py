@@ -11,6 +11,9 @@ bench/adaptive_stop.h) says enough; the row's time is the samples' median per ca
         so the launch latency after the previous wait is not counted; with cuda_graph the
         batch is recorded once as a CUDA graph and its replays are timed, each queued
         before the previous one is waited for (as bench/cuda_graph_batch.cpp).
+  cuda with cold_l2 (--cold-l2): each sample one call (or one replay of a graph of one call)
+        after an untimed write of twice the device's L2 cache, outside the events, as the
+        engine's cold rows (bench/cold_cache.h). cpu: no effect (its caches are not flushed).
   Other devices are refused: the engine's device-generic events have no Python equivalent.
 Interleaved (interleaved_ms): fixed rounds of fixed batches, the variants timed in turn, for
 comparisons within one process (a drift of the machine falls on every variant alike).
@@ -82,11 +85,32 @@ def _cuda_batch_seconds(step, calls: int, events: _CudaEvents) -> float:
     return events.seconds()
 
 
+def l2_flush(device: torch.device):
+    """A function writing twice `device`'s L2 cache on the current stream (--cold-l2), so
+    that the next call finds none of its inputs there; it holds its buffer."""
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+    if not l2 > 0:
+        raise ValueError(f"--cold-l2: {device} reports no L2 cache size (found {l2!r})")
+    buffer = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+    return buffer.zero_
+
+
+def _cuda_cold_seconds(step, flush, events: _CudaEvents) -> float:
+    flush()  # untimed; it keeps the device busy while the timed call is queued
+    events.start.record()
+    step()
+    events.stop.record()
+    return events.seconds()
+
+
 class _GraphReplays:
     """A batch of calls recorded as one CUDA graph; replay_seconds() times one replay,
-    queuing the next before it waits, so no host latency falls inside an interval."""
+    queuing the next before it waits, so no host latency falls inside an interval.
+    before_each: run on the graph's stream ahead of each timed replay, outside its events
+    (--cold-l2's flush)."""
 
-    def __init__(self, step, calls: int):
+    def __init__(self, step, calls: int, before_each=None):
+        self.before_each = before_each
         torch.cuda.synchronize()
         self.stream = torch.cuda.Stream()
         with torch.cuda.stream(self.stream):
@@ -105,6 +129,8 @@ class _GraphReplays:
 
     def _queue(self, slot: int) -> None:
         events = self.events[slot]
+        if self.before_each is not None:
+            self.before_each()  # on self.stream: the callers queue inside torch.cuda.stream(self.stream)
         events.start.record(self.stream)
         self.graph.replay()
         events.stop.record(self.stream)
@@ -120,9 +146,10 @@ class _GraphReplays:
 
 
 def time_step(step, device: torch.device, rule: StopRule, *, repetitions: int = 1,
-              cuda_graph: bool = False) -> list[Sampled]:
+              cuda_graph: bool = False, cold_l2: bool = False) -> list[Sampled]:
     """`repetitions` adaptive runs of `step` on `device`, with the calls per batch chosen
-    once, on the first, and kept for the others (so they time the same thing)."""
+    once, on the first, and kept for the others (so they time the same thing). cold_l2:
+    cuda samples of one call after an L2 flush (no effect on cpu)."""
     for _ in range(_WARMUP_CALLS):
         step()
     if device.type == "cpu":
@@ -132,6 +159,16 @@ def time_step(step, device: torch.device, rule: StopRule, *, repetitions: int = 
         raise ValueError(f"torch.compile rows are timed on cpu or cuda, not {device.type}")
     with torch.cuda.device(device):
         events = _CudaEvents()
+        if cold_l2:
+            flush = l2_flush(device)
+            if not cuda_graph:
+                return [sample_until_stable(lambda: _cuda_cold_seconds(step, flush, events), 1, rule)
+                        for _ in range(repetitions)]
+            replays = _GraphReplays(step, 1, before_each=flush)
+            try:
+                return [sample_until_stable(replays.replay_seconds, 1, rule) for _ in range(repetitions)]
+            finally:
+                replays.close()
         batch = batch_for(_cuda_batch_seconds(step, 16, events) / 16)
         if not cuda_graph:
             return [sample_until_stable(lambda: _cuda_batch_seconds(step, batch, events), batch, rule)

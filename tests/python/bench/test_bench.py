@@ -147,7 +147,7 @@ def test_markdown_section_names_machine_torch_date_and_command():
     results["context"]["cpu_model"] = "Example CPU @ 2.10GHz"
     assert "Machine `box` (Example CPU @ 2.10GHz), 2 CPUs;" in bench.markdown(results)
     assert "Command: `backplane bench --ops add`" in text
-    assert "| add | cpu | 1M_elements | float32 | 6.00 | ±16.7% | 2.0 | 50% | 1.67 |" in text
+    assert "| add | cpu | 1M_elements | float32 | eager | 6.00 | ±16.7% | 2.0 | 50% | - | 1.67 |" in text
 
 
 def test_plot_writes_a_png(tmp_path):
@@ -378,9 +378,9 @@ def test_piped_output_is_one_table_without_escape_codes(tmp_path):
     assert "\x1b" not in done.stdout + done.stderr and "\r" not in done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert [line.split() for line in lines if line.startswith("op ")] == [
-        ["op", "preset", "dtype", "backend", "median", "spread", "GB/s", "%copy_", "x", "base"]]
-    assert [line.split()[:4] for line in lines if line.startswith(("add ", "mul "))] == [
-        ["add", "1M_elements", "float32", "cpu"], ["mul", "1M_elements", "float32", "cpu"]]
+        ["op", "preset", "dtype", "backend", "mode", "median", "spread", "GB/s", "%copy_", "%peak", "x", "base"]]
+    assert [line.split()[:5] for line in lines if line.startswith(("add ", "mul "))] == [
+        ["add", "1M_elements", "float32", "cpu", "eager"], ["mul", "1M_elements", "float32", "cpu", "eager"]]
     # no Google Benchmark console, no formula on a line; the formulas are the JSON's labels
     assert "real_time" not in done.stdout and "DEBUG" not in done.stdout and "at::" not in done.stdout
     assert any("a + b" in e.get("label", "") or "add" in e.get("label", "") for e in results["benchmarks"])

@@ -56,9 +56,11 @@ def test_runs_of_different_backends_side_by_side(tmp_path, capsys):
     assert {t["backend"] for t in bench.table(merged)} == {"cpu", "npu"}
     assert bench.main(["--input", str(cpu), str(npu), "--side-by-side"]) == 0
     printed = capsys.readouterr().out
-    assert "| op | preset | dtype | cpu µs | cpu % copy_ | cpu × ref | npu µs | npu % copy_ | npu × ref |" in printed
-    # one line for the workload, each backend's median, copy fraction and ratio in it
-    assert "| add | 1M_elements | float32 | 6.00 | 50% | 1.67 | 20.00 | 50% | 0.50 |" in printed
+    assert ("| op | preset | dtype | cpu µs | cpu mode | cpu % copy_ | cpu % peak | cpu × ref | npu µs | npu mode | "
+            "npu % copy_ | npu % peak | npu × ref |") in printed
+    # one line for the workload, each backend's median, mode, copy fraction, peak fraction (none: the run
+    # gives no FLOPs) and ratio in it
+    assert "| add | 1M_elements | float32 | 6.00 | eager | 50% | - | 1.67 | 20.00 | eager | 50% | - | 0.50 |" in printed
     # each run's machine: its CPU model where the run recorded one
     assert f"- {cpu}: machine `?`, ? CPUs" in printed
     assert f"- {npu}: machine `vm` (Example CPU @ 2.10GHz), ? CPUs" in printed
