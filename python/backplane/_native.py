@@ -111,7 +111,7 @@ class _Core:
             "backplane_c_hold_preference": [ctypes.c_char_p, ctypes.c_char_p, out],
             "backplane_c_release_preference": [ctypes.c_uint64, ctypes.c_int, out],
             "backplane_c_serving": [out],
-            "backplane_c_apply_selection": [ctypes.c_char_p, ctypes.c_int, out],
+            "backplane_c_apply_selection": [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, out],
             "backplane_c_check": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, out],
             "backplane_c_environment_backends": [ctypes.c_char_p, out],
             "backplane_c_backend_names": [ctypes.c_char_p, ctypes.c_char_p, out],
@@ -167,9 +167,14 @@ class _Core:
     def serving(self):
         return self._call("backplane_c_serving")
 
-    def apply_selection(self, path: str, strict: bool = False) -> dict:
+    def apply_selection(self, path: str, strict: bool = False, torch_version: str = "",
+                        devices: tuple = ()) -> dict:
+        """devices: (type, name, capability, driver) of each device to compare the file's
+        environment with (selection_environment.py)."""
         # os.fsencode: a path holding bytes that are not UTF-8 reaches the file system as given.
-        return self._call("backplane_c_apply_selection", os.fsencode(path), int(strict))
+        lines = "\n".join("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in d) for d in devices)
+        return self._call("backplane_c_apply_selection", os.fsencode(path), int(strict), torch_version.encode(),
+                          lines.encode())
 
     def check(self, backend: str, ops: str, gradients: bool):
         return self._call("backplane_c_check", backend.encode(), ops.encode(), int(gradients))

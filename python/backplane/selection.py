@@ -15,7 +15,7 @@ import os
 import stat
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._native import _IDENTIFIER, core
 from .rank_exchange import exchange_with_deadline
@@ -30,7 +30,11 @@ class Serving:
     offered_by: tuple[str, ...]  # every plugin with a kernel for it, in load order
     # A selection file's split by call size: ((65536, "cpu_alt"), (None, "cpu")); up_to is the
     # element count of the largest Tensor argument, None for every larger call. Empty: one plugin.
+    # "inductor" names Inductor's code for the reference (compiled code only; docs/selection.md).
+    # Where the file keys the op by dtype: the split of the dtypes it does not name.
     buckets: tuple[tuple[int | None, str], ...] = ()
+    # The file's split for each dtype it names: {"bfloat16": ((None, "inductor"),)}.
+    by_dtype: dict = field(default_factory=dict)
 
 
 class prefer:
@@ -110,8 +114,17 @@ def serving() -> list[Serving]:
     """Every (op, dispatch key) a loaded plugin serves; more than one offer is a conflict,
     and `why` says how it was resolved."""
     return [Serving(**{**r, "offered_by": tuple(r["offered_by"]),
-                       "buckets": tuple((b["up_to"], b["plugin"]) for b in r["buckets"])})
+                       "buckets": tuple((b["up_to"], b["plugin"]) for b in r["buckets"] if not b["dtype"]),
+                       "by_dtype": _by_dtype(r["buckets"])})
             for r in core().serving()["serving"]]
+
+
+def _by_dtype(buckets: list[dict]) -> dict:
+    found: dict = {}
+    for b in buckets:
+        if b["dtype"]:
+            found.setdefault(b["dtype"], []).append((b["up_to"], b["plugin"]))
+    return {dtype: tuple(split) for dtype, split in found.items()}
 
 
 def selection_file() -> str:
@@ -130,6 +143,11 @@ def apply_selection(path: str | os.PathLike | None, strict: bool = False) -> str
     A bucket naming a plugin that is not loaded (a misspelling, or a plugin this machine
     lacks) falls back to the rule without the file: a warning names each such bucket and
     the plugins loaded; strict=True refuses the file instead (ValueError, nothing applied).
+    A file measured elsewhere (its `environment:`: torch, device, driver, plugin versions and
+    file hashes; selection_environment.py) warns once naming each difference; strict=True
+    refuses it. A bucket may name `inductor`: Inductor's code for the op's reference, traced
+    into compiled graphs (backplane.compile; eager calls of that size take the plugin the
+    rule without the file picks).
 
     In a distributed job (torch.distributed initialized, more than one rank) every rank
     must apply the same file, so that every rank runs the same plugin for the same call:
@@ -146,7 +164,11 @@ def apply_selection(path: str | os.PathLike | None, strict: bool = False) -> str
         return core().apply_selection("")["selection_file"]
     path = _selection_path(path)
     _require_same_file_on_every_rank(path)
-    applied = core().apply_selection(os.path.abspath(path), strict)
+    import torch
+
+    from .selection_environment import devices
+
+    applied = core().apply_selection(os.path.abspath(path), strict, torch.__version__, devices())
     for message in applied["warnings"]:
         warnings.warn(message, stacklevel=2)
     return applied["selection_file"]

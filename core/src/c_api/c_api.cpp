@@ -277,25 +277,37 @@ __attribute__((visibility("default"))) int backplane_c_serving(char** out) {
   return backplane::guarded(out, [] {
     std::vector<std::string> rows;
     for (const auto& s : backplane::serving()) rows.push_back(backplane::json::serving_record(s));
+    std::vector<std::string> rules;  // the file's, as read: the compile-time pass resolves them
+    for (const auto& r : backplane::selection_rules()) rules.push_back(backplane::json::selection_rule(r));
     return backplane::json::Object()
         .raw("serving", backplane::json::array(rows))
         .str("preferences", backplane::preferences_string())
         .str("selection_file", backplane::selection_file())
+        .raw("rules", backplane::json::array(rules))
         .done();
   });
 }
 
 // Applies a selection file (selection_file.h; strict != 0: refuse one naming a plugin
-// that is not loaded); "" clears it. *out is {"selection_file": the path in force,
-// "warnings": [what applying it warned about]}, for Python to raise as warnings; 3: a
-// file that cannot be read, is not a selection file, or is refused under strict.
-__attribute__((visibility("default"))) int backplane_c_apply_selection(const char* path, int strict, char** out) {
+// that is not loaded, or measured elsewhere); "" clears it. torch_here: torch.__version__;
+// devices: the devices here to compare the file's environment with, a line each,
+// "type\tname\tcapability\tdriver" ("" describes none). *out is {"selection_file": the
+// path in force, "warnings": [what applying it warned about]}, for Python to raise as
+// warnings; 3: a file that cannot be read, is not a selection file, or is refused.
+__attribute__((visibility("default"))) int backplane_c_apply_selection(const char* path, int strict,
+                                                                       const char* torch_here, const char* devices,
+                                                                       char** out) {
   return backplane::guarded_input(out, [&] {
     backplane::CollectWarnings collect;
+    std::vector<backplane::SelectionDevice> here;
+    for (const std::string& line : backplane::detail::split(devices, '\n')) {
+      const std::vector<std::string> fields = backplane::detail::split(line, '\t');
+      if (fields.size() == 4) here.push_back({fields[0], fields[1], fields[2], fields[3]});
+    }
     if (*path == '\0')
       backplane::clear_selection_file();
     else
-      backplane::apply_selection_file(path, strict != 0);
+      backplane::apply_selection_file(path, strict != 0, torch_here, here);
     return backplane::json::Object()
         .str("selection_file", backplane::selection_file())
         .raw("warnings", backplane::json::list(collect.messages))

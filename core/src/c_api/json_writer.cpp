@@ -1,6 +1,8 @@
 #include "c_api/json_writer.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 
 namespace backplane::json {
 namespace {
@@ -105,19 +107,35 @@ std::string backend_record(const BackendRecord& r) {
 }
 
 std::string serving_record(const ServingRecord& s) {
-  std::vector<std::string> buckets;  // [{"up_to": 65536, "plugin": "cpu_alt"}, {"up_to": null, ...}]
-  for (std::size_t i = 0; i < s.buckets.size(); ++i)
-    buckets.push_back(Object()
-                          .raw("up_to", i + 1 < s.buckets.size() ? std::to_string(s.buckets[i].up_to) : "null")
-                          .str("plugin", s.buckets[i].plugin)
-                          .done());
   return Object()
       .str("op", s.op)
       .str("dispatch_key", s.dispatch_key)
       .str("serving", s.serving)
       .str("why", s.why)
       .raw("offered_by", list(s.offered_by))
-      .raw("buckets", array(buckets))
+      .raw("buckets", size_buckets(s.buckets))
+      .done();
+}
+
+std::string size_buckets(const std::vector<SizeBucket>& buckets) {
+  // [{"up_to": 65536, "plugin": "cpu_alt", "dtype": ""}, {"up_to": null, ...}]: null takes every larger call
+  std::vector<std::string> out;
+  for (const SizeBucket& b : buckets)
+    out.push_back(Object()
+                      .raw("up_to", b.up_to == std::numeric_limits<std::int64_t>::max() ? "null" : std::to_string(b.up_to))
+                      .str("plugin", b.plugin)
+                      .str("dtype", b.dtype)
+                      .done());
+  return array(out);
+}
+
+std::string selection_rule(const SelectionRule& r) {
+  return Object()
+      .str("op", r.op)
+      .str("dispatch_key", r.dispatch_key)
+      .str("dtype", r.dtype)
+      .str("mode", r.mode)
+      .raw("buckets", size_buckets(r.buckets))
       .done();
 }
 

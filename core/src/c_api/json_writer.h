@@ -32,5 +32,8 @@ BACKPLANE_API std::string array(const std::vector<std::string>& encoded_items);
 BACKPLANE_API std::string backend_record(const BackendRecord& r);
 // Who serves an (op, key), as backplane.serving() and `backplane ops --json` give it.
 BACKPLANE_API std::string serving_record(const ServingRecord& s);
+// A selection file's size buckets, and one of its rules (selection_file.h).
+BACKPLANE_API std::string size_buckets(const std::vector<SizeBucket>& buckets);
+BACKPLANE_API std::string selection_rule(const SelectionRule& r);
 
 }  // namespace backplane::json

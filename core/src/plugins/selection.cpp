@@ -6,6 +6,7 @@
 
 #include "plugins/plugin_loading.h"
 #include "plugins/preference_spec.h"
+#include "plugins/selection_environment.h"
 #include "plugins/selection_slot.h"
 #include "util/strings.h"
 
@@ -176,9 +177,19 @@ class Selection {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     check_plugins_loaded(path, rules, strict);
     file_rules_.clear();
-    for (const auto& r : rules) file_rules_[{r.op, r.dispatch_key}] = r.buckets;
+    for (const auto& r : rules) file_rules_[{r.op, r.dispatch_key}].push_back(r);
+    // The entries naming a dtype first, in the file's order: choose() reports the one
+    // without dtype as "other dtypes", after them.
+    for (auto& [_, of_op] : file_rules_)
+      std::stable_partition(of_op.begin(), of_op.end(), [](const SelectionRule& r) { return !r.dtype.empty(); });
+    rules_ = rules;
     file_path_ = path;
     choose_all();
+  }
+
+  std::vector<SelectionRule> rules() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return rules_;
   }
 
   std::string file() {
@@ -223,6 +234,7 @@ class Selection {
     for (const auto& rule : rules)
       for (std::size_t i = 0; i < rule.buckets.size(); ++i) {
         const std::string& plugin = rule.buckets[i].plugin;
+        if (plugin == kInductor) continue;  // no plugin: the compile-time pass serves it
         const std::string where = "op '" + rule.op + "' on " + rule.dispatch_key + ", bucket " + std::to_string(i + 1) +
                                   ": '" + plugin + "'";
         if (std::find(loaded_.begin(), loaded_.end(), plugin) == loaded_.end())
@@ -267,6 +279,7 @@ class Selection {
   HeldPreferences prefs_;
   std::uint64_t next_token_ = 1;
   FileRules file_rules_;
+  std::vector<SelectionRule> rules_;  // the file's, as read
   std::string file_path_;
   std::vector<std::string> loaded_;  // plugins loaded (after_load), in load order
 };
@@ -354,9 +367,30 @@ std::string serving_plugin(const std::string& op, const std::string& dispatch_ke
   return "";
 }
 
-void apply_selection_file(const std::string& path, bool strict) {
-  Selection::get().set_file(path, read_selection_file(path), strict);
+void apply_selection_file(const std::string& path, bool strict) { apply_selection_file(path, strict, "", {}); }
+
+void apply_selection_file(const std::string& path, bool strict, const std::string& torch_here,
+                          const std::vector<SelectionDevice>& devices_here) {
+  const SelectionFile file = read_selection(path);
+  // Before the selection's lock: listing the plugins takes the loader's, which is held
+  // while a plugin registers its kernels with the selection.
+  // Only where the file records plugins: listing them searches the plugin path.
+  std::vector<BackendRecord> loaded;
+  if (!file.environment.plugins.empty())
+    for (auto& r : backends())
+      if (r.status == BackendStatus::Loaded) loaded.push_back(std::move(r));
+  const std::vector<std::string> differences =
+      detail::environment_differences(file.environment, torch_here, devices_here, loaded);
+  if (!differences.empty()) {
+    const std::string what = path + " was measured elsewhere: " + join(differences, "; ");
+    if (strict) throw std::invalid_argument(what + " (strict: a selection file must be applied where it was measured)");
+    TORCH_WARN("backplane: selection file ", what, "; its choices may not be the fastest here (run backplane tune "
+               "here to measure them)");
+  }
+  Selection::get().set_file(path, file.rules, strict);
 }
+
+std::vector<SelectionRule> selection_rules() { return Selection::get().rules(); }
 
 void clear_selection_file() { Selection::get().set_file("", {}, false); }
 

@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -42,9 +43,9 @@ class Reader {
     return value.Scalar();
   }
 
-  std::vector<SelectionRule> document(const YAML::Node& root) const {
+  SelectionFile document(const YAML::Node& root) const {
     if (auto problem = detail::find_duplicate_key(root)) fail(problem->node, problem->message);
-    check_keys(root, {"backplane_selection", "made_by", "ops"}, "selection file");
+    check_keys(root, {"backplane_selection", "made_by", "environment", "ops"}, "selection file");
     const YAML::Node version = root["backplane_selection"];
     if (!version) fail(root, "not a selection file: expected 'backplane_selection: 1' at the top");
     if (!version.IsScalar() || version.Scalar() != std::to_string(kSelectionVersion))
@@ -53,20 +54,55 @@ class Reader {
     const YAML::Node ops = root["ops"];
     if (!ops) fail(root, "selection file: missing 'ops' (a list of {op, dispatch_key, buckets})");
     if (!ops.IsSequence()) fail(ops, std::string("ops: expected a list, found ") + detail::kind_name(ops));
-    std::vector<SelectionRule> rules;
-    std::set<std::pair<std::string, std::string>> seen;
+    SelectionFile file;
+    if (const YAML::Node environment = root["environment"]) file.environment = this->environment(environment);
+    std::set<std::tuple<std::string, std::string, std::string>> seen;
     for (const YAML::Node& entry : ops) {
       SelectionRule rule = this->rule(entry);
-      if (!seen.emplace(rule.op, rule.dispatch_key).second)
-        fail(entry, "op '" + rule.op + "' on " + rule.dispatch_key + " appears twice in the file");
-      rules.push_back(std::move(rule));
+      if (!seen.emplace(rule.op, rule.dispatch_key, rule.dtype).second)
+        fail(entry, "op '" + rule.op + "' on " + rule.dispatch_key +
+                        (rule.dtype.empty() ? std::string() : " for " + rule.dtype) +
+                        " appears twice in the file");
+      file.rules.push_back(std::move(rule));
     }
-    return rules;
+    return file;
   }
 
  private:
+  std::string optional_scalar(const YAML::Node& map, const char* key, const std::string& what) const {
+    return map[key] ? scalar(map, key, what) : std::string();
+  }
+
+  // `environment:` as tune writes it; every field optional, unknown ones refused.
+  SelectionEnvironment environment(const YAML::Node& node) const {
+    check_keys(node, {"torch", "devices", "plugins"}, "environment");
+    SelectionEnvironment env;
+    env.torch = optional_scalar(node, "torch", "environment");
+    for (const YAML::Node& d : sequence(node, "devices", "environment")) {
+      check_keys(d, {"type", "name", "capability", "driver"}, "environment: devices entry");
+      env.devices.push_back({scalar(d, "type", "environment: devices entry"),
+                             optional_scalar(d, "name", "environment: devices entry"),
+                             optional_scalar(d, "capability", "environment: devices entry"),
+                             optional_scalar(d, "driver", "environment: devices entry")});
+    }
+    for (const YAML::Node& p : sequence(node, "plugins", "environment")) {
+      check_keys(p, {"name", "version", "sha256"}, "environment: plugins entry");
+      env.plugins.push_back({scalar(p, "name", "environment: plugins entry"),
+                             optional_scalar(p, "version", "environment: plugins entry"),
+                             optional_scalar(p, "sha256", "environment: plugins entry")});
+    }
+    return env;
+  }
+
+  std::vector<YAML::Node> sequence(const YAML::Node& map, const char* key, const std::string& what) const {
+    const YAML::Node value = map[key];
+    if (!value) return {};
+    if (!value.IsSequence()) fail(value, what + ": '" + key + "' must be a list, found " + detail::kind_name(value));
+    return {value.begin(), value.end()};
+  }
+
   SelectionRule rule(const YAML::Node& entry) const {
-    check_keys(entry, {"op", "dispatch_key", "buckets"}, "ops entry");
+    check_keys(entry, {"op", "dispatch_key", "dtype", "mode", "buckets"}, "ops entry");
     SelectionRule rule;
     const std::string op = scalar(entry, "op", "ops entry");
     try {
@@ -81,6 +117,15 @@ class Reader {
       fail(entry["dispatch_key"], "dispatch_key: expected a dispatch key such as CPU, CUDA or PrivateUse1, found '" +
                                       rule.dispatch_key + "'");
     }
+    rule.dtype = optional_scalar(entry, "dtype", "ops entry");
+    if (!rule.dtype.empty() && !dtype_names().count(rule.dtype)) {
+      std::string known;
+      for (const auto& [name, _] : dtype_names()) known += (known.empty() ? "" : ", ") + name;
+      fail(entry["dtype"], "op '" + rule.op + "': dtype: expected one of " + known + ", found '" + rule.dtype + "'");
+    }
+    rule.mode = optional_scalar(entry, "mode", "ops entry");
+    if (!rule.mode.empty() && rule.mode != "eager" && rule.mode != "graph" && rule.mode != "compile")
+      fail(entry["mode"], "op '" + rule.op + "': mode: expected eager, graph or compile, found '" + rule.mode + "'");
     const YAML::Node buckets = entry["buckets"];
     if (!buckets) fail(entry, "op '" + rule.op + "': missing 'buckets'");
     if (!buckets.IsSequence() || buckets.size() == 0)
@@ -97,6 +142,7 @@ class Reader {
     b.plugin = scalar(node, "plugin", what);
     if (!is_valid_backend_name(b.plugin))
       fail(node["plugin"], what + ": '" + b.plugin + "' is not a plugin name (a plain identifier)");
+    if (b.plugin == kInductor) check_inductor_can_serve(node["plugin"], rule, what);
     const YAML::Node up_to = node["up_to"];
     if (last) {
       if (up_to)
@@ -123,12 +169,25 @@ class Reader {
     return b;
   }
 
+  // Inductor's code is the op's reference, traced in place of the call: an op without one,
+  // or one that writes an argument (its call is functionalized, not replaced), has none.
+  void check_inductor_can_serve(const YAML::Node& node, const SelectionRule& rule, const std::string& what) const {
+    const OpDef* def = find_op_def(rule.op);
+    if (def == nullptr) return;  // a plugin's op whose fragment is not loaded: judged when it is
+    if (def->checks.reference.empty())
+      fail(node, what + ": '" + std::string(kInductor) + "' is Inductor's code for the op's registry reference, and '" +
+                     rule.op + "' has no `reference:`; name a plugin");
+    if (def->writes())
+      fail(node, what + ": '" + std::string(kInductor) + "' replaces a call returning new tensors, and '" + rule.op +
+                     "' writes an argument; name a plugin");
+  }
+
   std::string path_;
 };
 
 }  // namespace
 
-std::vector<SelectionRule> read_selection_file(const std::string& path) {
+SelectionFile read_selection(const std::string& path) {
   std::string why;
   const std::optional<std::string> text = detail::read_regular_file(path, why);  // never blocks (a FIFO)
   if (!text) throw std::invalid_argument(detail::printable_path(path) + ": cannot read the selection file: " + why);
@@ -141,5 +200,7 @@ std::vector<SelectionRule> read_selection_file(const std::string& path) {
   }
   return Reader(path).document(root);
 }
+
+std::vector<SelectionRule> read_selection_file(const std::string& path) { return read_selection(path).rules; }
 
 }  // namespace backplane

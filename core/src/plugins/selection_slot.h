@@ -25,10 +25,15 @@ struct Offer {
   c10::KernelFunction kernel;
 };
 
-// What the selector calls: one kernel, or one per size bucket of a selection file
-// (ascending up_to; the last takes every larger call).
+// One kernel per size bucket of a selection file (ascending up_to; the last takes every
+// larger call), or one for every size.
+using BySize = std::vector<std::pair<std::int64_t, const c10::KernelFunction*>>;
+
+// What the selector calls: by the call's dtype where a selection file keys the op by
+// dtype, then by its size.
 struct Choice {
-  std::vector<std::pair<std::int64_t, const c10::KernelFunction*>> by_size;
+  BySize by_size;  // every dtype by_dtype does not name
+  std::vector<std::pair<c10::ScalarType, BySize>> by_dtype;
   bool operator==(const Choice&) const = default;
 };
 
@@ -44,7 +49,9 @@ struct Slot {
   std::list<Choice> choices;
   std::atomic<const Choice*> chosen{nullptr};
   std::string serving, why;
-  std::vector<SizeBucket> buckets;  // a selection file's split, neighbours of one plugin merged; else empty
+  // A selection file's split, neighbours of one plugin merged, tagged with the dtype they are
+  // for (empty: every dtype not named); empty when one plugin serves every call.
+  std::vector<SizeBucket> buckets;
   std::unique_ptr<torch::Library> selector;  // once two plugins offer this (op, key)
   bool warned = false;
 };
@@ -67,8 +74,9 @@ struct HeldPreference {
 };
 // Per op id ("*": every op), oldest first; the last is in force.
 using HeldPreferences = std::map<std::string, std::vector<HeldPreference>>;
-// The selection file in force (selection_file.h): (op id, dispatch key) -> buckets.
-using FileRules = std::map<std::pair<std::string, std::string>, std::vector<SizeBucket>>;
+// The selection file in force (selection_file.h): (op id, dispatch key) -> its rules, one
+// per dtype named (SelectionRule::dtype; empty: every other dtype).
+using FileRules = std::map<std::pair<std::string, std::string>, std::vector<SelectionRule>>;
 
 // Sets slot.chosen, serving, why and buckets from the preferences and the selection file
 // in force (the order of rules: selection.h). Called under selection.cpp's lock.

@@ -23,16 +23,15 @@ together) refuse, unless allowed (allow_plugin_change=True, --allow-plugin-chang
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import stat
 from dataclasses import dataclass
 
 import torch
 
 from ..classes import NAMESPACE, definitions
 from ..selection import Serving, selection_file, serving
+from ..selection_environment import file_sha256
 from .archive import Archive
 
 ENTRY = "extra/backplane_plugins.txt"
@@ -110,16 +109,7 @@ def dispatch_keys(ep: torch.export.ExportedProgram) -> set[str]:
 
 def _file_digest(path: str) -> str:
     """sha256 of a regular file; "" for anything else (a FIFO would block) or an unreadable one."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return ""
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
-    except OSError:
-        return ""
+    return file_sha256(path)
 
 
 def plugin_record(ops: list[str], keys: set[str]) -> PluginRecord:

@@ -124,6 +124,8 @@ def test_the_command_applies_a_file_and_refuses_a_bad_one(tmp_path):
                for line in r.stdout.splitlines()), r.stdout
     data = json.loads(_cli(*args, "--json", "--selection", str(path)).stdout)
     served = next(s for s in data["serving"] if s["op"] == "identity_conv")
-    assert served["buckets"] == [{"up_to": 100, "plugin": "cpu_alt"}, {"up_to": None, "plugin": "cpu"}]
+    # dtype "": the split of every dtype (a file keyed by dtype tags each bucket with its dtype)
+    assert served["buckets"] == [{"up_to": 100, "plugin": "cpu_alt", "dtype": ""},
+                                 {"up_to": None, "plugin": "cpu", "dtype": ""}]
     r = _cli(*args, "--selection", str(tmp_path / "absent.yaml"))
     assert r.returncode == 2 and "--selection: " in r.stderr and "cannot read the selection file" in r.stderr
