@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ._native import BackendError, BackendNameError, core, lib_dir
 from backplane_plugins import add_entry_point_plugins, probe_first
 
-from . import fast_call, sharding
+from . import compile, fast_call, sharding  # noqa: A004  (backplane.compile: selection under torch.compile)
 from .plugin_python import plugin_module
 from .registry_samples import sample_call, sample_values
 from .selection import Serving, apply_selection, preferences, prefer, selection_file, serving

@@ -19,7 +19,10 @@ from __future__ import annotations
 import functools
 import warnings
 
-from .plugins import backplane_ops, dispatch_keys, plugin_record, read_record, record_plugins
+from .plugins import (PluginRecord, backplane_ops, dispatch_keys, package_calls, plugin_record, read_record,
+                      record_plugins)
+
+from ..compile import resolutions
 
 _MARK = "_backplane_records_plugins"
 
@@ -37,10 +40,20 @@ def recording(compile_and_package):
             record = plugin_record(ops, keys) if ops else None
         except Exception:  # noqa: BLE001  (not an ExportedProgram: torch's own call says so)
             ops, keys, record = [], set(), None
+        before = len(resolutions())
         package = compile_and_package(*args, **kwargs)
         if ops:
             try:
-                if read_record(package) is None:
+                # An op whose every call this compile traced into Inductor's code (a selection
+                # file's `inductor` bucket: backplane.compile), and that the package does not
+                # call, needs no plugin in it: its row is left out.
+                traced = _traced_everywhere(resolutions()[before:])
+                if traced:
+                    called = package_calls(package, set(ops))
+                    ops = [op for op in ops if op not in traced or op in called]
+                    record = PluginRecord(tuple(r for r in record.rows if r[0] in ops), record.selection_digest,
+                                          record.selection_path)
+                if ops and read_record(package) is None:
                     record_plugins(package, ops, keys, record)
             except Exception as e:  # noqa: BLE001  (the package is made; only its record is lost)
                 warnings.warn(f"backplane: could not record the plugins serving {', '.join(ops)} in the package "
@@ -50,6 +63,12 @@ def recording(compile_and_package):
 
     setattr(aoti_compile_and_package, _MARK, True)
     return aoti_compile_and_package
+
+
+def _traced_everywhere(chosen: list[dict]) -> set[str]:
+    """The ops every one of whose calls in `chosen` (compile.resolutions()) was traced."""
+    ops = {r["op"] for r in chosen}
+    return {op for op in ops if all(r["choice"] == "inductor" for r in chosen if r["op"] == op)}
 
 
 def install(inductor) -> None:

@@ -1,0 +1,177 @@
+"""The pass Inductor runs on every graph it compiles, after AOTAutograd has split forward
+and backward (torch._inductor.config.post_grad_custom_pre_pass): each call of a Backplane
+op whose selection bucket is `inductor` is replaced by the op's reference (reference.py),
+traced with the call's own fake inputs, so Inductor fuses it with its neighbours; every
+other call is left as it is. The choice is recorded (resolutions()).
+
+Installed by `import backplane` once torch._inductor.config is imported. A pass the program
+set before is chained (it runs after this one); a program that sets its own afterwards
+replaces this one, and then `inductor` buckets are not honoured: chain it with
+SelectionPass(chained=your_pass).
+
+Why a graph pass and not a decomposition: Inductor refuses an op that has both a fallback
+kernel and a decomposition, so a decomposition could not leave other sizes on the plugin.
+Why the uuid: Inductor's and AOTAutograd's caches key on it, so a graph compiled under one
+selection is never served from the cache under another.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import threading
+from pathlib import Path
+
+import torch
+from torch._inductor.custom_graph_pass import CustomGraphPass
+
+from . import resolve
+from .reference import reference_call
+
+_LOG_LIMIT = 10000  # resolutions kept: a long-running server compiling for ever keeps the newest
+_log: collections.deque = collections.deque(maxlen=_LOG_LIMIT)
+_log_lock = threading.Lock()
+_SOURCES = sorted(Path(__file__).parent.glob("*.py"))
+
+
+def resolutions() -> list[dict]:
+    """What the compiles of this process chose, oldest first: {op, dispatch_key, dtype, size
+    (an int, or the symbolic expression), choice ("inductor" or a plugin), graph}."""
+    with _log_lock:
+        return list(_log)
+
+
+class SelectionPass(CustomGraphPass):
+    def __init__(self, chained=None):
+        self.chained = chained
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        state = resolve.in_force()
+        if state.names_inductor:
+            _resolve_graph(graph, state)
+        if self.chained is not None:
+            self.chained(graph)
+
+    def uuid(self):
+        state = resolve.in_force()
+        code = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
+        chained = None
+        if self.chained is not None:
+            chained = self.chained.uuid() if hasattr(self.chained, "uuid") else None
+            if chained is None:  # a pass without a uuid: Inductor's cache is bypassed, as it would be
+                return None
+        return f"backplane-selection:{state.digest}:{code}:{chained}"
+
+
+def install(config) -> None:
+    """Sets the pass in torch._inductor.config (once), chaining one set before."""
+    current = config.post_grad_custom_pre_pass
+    if isinstance(current, SelectionPass):
+        return
+    config.post_grad_custom_pre_pass = SelectionPass(chained=current)
+
+
+def _ops_by_packet() -> dict:
+    import backplane
+
+    found = {}
+    for op in backplane.ops():
+        if op.reference:
+            found[backplane.torch_op(op.name)] = op
+    return found
+
+
+def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
+    ops = _ops_by_packet()
+    chosen = []
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        op = ops.get(node.target.overloadpacket)
+        if op is None:
+            continue
+        tensors = _tensor_values(node)
+        if not tensors:
+            continue
+        key, dtype = resolve.dispatch_key(tensors[0].device), resolve.dtype_name(tensors[0].dtype)
+        rule = state.rule(op.name, key, dtype)
+        if rule is None:
+            continue
+        sizes = [t.numel() for t in tensors]
+        choice = resolve.bucket_of(rule, sizes)
+        if choice == resolve.INDUCTOR:
+            kept = _replace_by_reference(graph, node, op)
+            if kept:
+                choice = f"plugin ({kept})"
+        chosen.append({"op": op.name, "dispatch_key": key, "dtype": dtype,
+                       "size": max(sizes) if all(isinstance(s, int) for s in sizes) else str(sizes),
+                       "choice": choice, "graph": id(graph)})
+    with _log_lock:
+        _log.extend(chosen)
+    if chosen:  # tlparse shows it as an artifact of the compile
+        import json
+
+        torch._logging.trace_structured(
+            "artifact", metadata_fn=lambda: {"name": "backplane_selection", "encoding": "json"},
+            payload_fn=lambda: json.dumps(chosen))
+
+
+def _tensor_values(node: torch.fx.Node) -> list:
+    """The fake values of the call's Tensor arguments, in order (Tensor lists flattened)."""
+    out = []
+    flat, _ = torch.utils._pytree.tree_flatten((node.args, node.kwargs))
+    for a in flat:
+        if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor):
+            out.append(a.meta["val"])
+    return out
+
+
+def _bound(node: torch.fx.Node) -> dict:
+    """{argument name: value} of the call, defaults filled in, as the schema names them."""
+    names = {}
+    for i, arg in enumerate(node.target._schema.arguments):
+        if i < len(node.args):
+            names[arg.name] = node.args[i]
+        elif arg.name in node.kwargs:
+            names[arg.name] = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            names[arg.name] = arg.default_value
+    return names
+
+
+def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op) -> str:
+    """Replaces node by op's reference traced into graph; returns "" when done, else why the
+    call was kept (it then stays the plugin's)."""
+    from torch._inductor.pattern_matcher import fwd_only
+    from torch._inductor.virtualized import V
+
+    names = _bound(node)
+    tensor_names = [n for n, v in names.items() if isinstance(v, torch.fx.Node)]
+    constants = {n: v for n, v in names.items() if n not in tensor_names}
+    flat, _ = torch.utils._pytree.tree_flatten(list(constants.values()))
+    if any(isinstance(v, torch.fx.Node) for v in flat):
+        return "a symbolic scalar argument"
+    if any(not isinstance(names[n].meta.get("val"), torch.Tensor) for n in tensor_names):
+        return "an argument that is not a Tensor"
+    out = node.meta.get("val")
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if not all(isinstance(o, torch.Tensor) for o in outs):
+        return "an output that is not a Tensor"
+    out_dtypes = [o.dtype for o in outs]
+
+    def reference(*tensors):
+        return reference_call(op, {**constants, **dict(zip(tensor_names, tensors))}, out_dtypes)
+
+    examples = [names[n].meta["val"] for n in tensor_names]
+    with V.fake_mode:
+        traced = fwd_only(reference, examples)
+    placeholders = [p for p in traced.graph.nodes if p.op == "placeholder"]
+    with graph.inserting_before(node):
+        value = graph.graph_copy(traced.graph, dict(zip(placeholders, [names[n] for n in tensor_names])))
+    if isinstance(out, (list, tuple)):
+        for user in list(node.users):  # getitem(node, i)
+            user.replace_all_uses_with(value[user.args[1]])
+            graph.erase_node(user)
+    else:
+        node.replace_all_uses_with(value)
+    graph.erase_node(node)
+    return ""

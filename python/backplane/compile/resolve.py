@@ -1,0 +1,73 @@
+"""Which bucket of the selection file in force a call falls in, decided while Inductor
+compiles the graph: by the op, the dispatch key of its device, its dtype, and its size (the
+element count of its largest Tensor argument, the measure the core's selector takes of an
+eager call; selection_file.h).
+
+Static shapes decide once. A symbolic size (dynamic shapes) is compared with each bucket
+boundary it must be checked against, in order, as a guard: `size <= up_to` becomes part of
+the compiled code's guards, so a call whose size crosses a boundary recompiles (and takes
+the other bucket) rather than running code chosen for another size.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import torch
+
+INDUCTOR = "inductor"  # kInductor in selection_file.h
+
+
+@dataclass(frozen=True)
+class InForce:
+    rules: tuple  # the file's rules as the core read them: dicts {op, dispatch_key, dtype, buckets}
+    preferred: frozenset  # ops with a preference of their own: it overrides the file (selection.h)
+    digest: str  # of everything above and the plugins loaded: the compile cache key's part
+
+    @property
+    def names_inductor(self) -> bool:
+        return any(b["plugin"] == INDUCTOR for r in self.rules for b in r["buckets"])
+
+    def rule(self, op: str, dispatch_key: str, dtype: str) -> dict | None:
+        """The rule for calls of op on dispatch_key in dtype: the one naming that dtype, else
+        the one naming none; None where the op has a preference of its own."""
+        if op in self.preferred:
+            return None
+        found = [r for r in self.rules if r["op"] == op and r["dispatch_key"] == dispatch_key]
+        return next((r for r in found if r["dtype"] == dtype), None) or next((r for r in found if not r["dtype"]), None)
+
+
+def in_force() -> InForce:
+    from .._native import core
+
+    state = core().serving()
+    import backplane
+
+    loaded = sorted((b.name, b.version, b.path) for b in backplane.backends() if b.status == "loaded")
+    preferred = frozenset(spec.split(":", 1)[0] for spec in state["preferences"].split(";")
+                          if ":" in spec and not spec.startswith("*:"))
+    text = json.dumps([state["rules"], sorted(preferred), loaded], sort_keys=True)
+    return InForce(tuple(state["rules"]), preferred, hashlib.sha256(text.encode()).hexdigest())
+
+
+def dispatch_key(device: torch.device) -> str:
+    """CPU, CUDA or PrivateUse1 (the npu plugin's renamed device), as selection files name keys."""
+    if device.type == torch._C._get_privateuse1_backend_name():
+        return "PrivateUse1"
+    return {"cpu": "CPU", "cuda": "CUDA"}.get(device.type, device.type)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"float32", "bfloat16": the registry's names (str(torch.float32) is "torch.float32")."""
+    return str(dtype).removeprefix("torch.")
+
+
+def bucket_of(rule: dict, sizes: list) -> str:
+    """The plugin (or "inductor") of the first bucket every size fits; `sizes` are the element
+    counts of the call's Tensor arguments, ints or SymInts (then each comparison is a guard)."""
+    buckets = rule["buckets"]
+    for bucket in buckets[:-1]:
+        if all(bool(n <= bucket["up_to"]) for n in sizes):  # bool() of a SymBool installs the guard
+            return bucket["plugin"]
+    return buckets[-1]["plugin"]
