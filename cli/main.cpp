@@ -135,6 +135,9 @@ const std::map<std::string, Command>& commands() {
         "                         registry's formulas; the reference: PyTorch's op under autograd)\n"
         "  --compile, --no-compile  torch.compile of each op's reference as a column (x compile): on by default\n"
         "                         where a selected backend runs on CUDA; --compile on any device (runs Python)\n"
+        "  --mode eager|compile   compile: also the selected implementation's rows under torch.compile (the\n"
+        "                         selection file in force decides: a plugin, or Inductor's code; runs Python)\n"
+        "  --cold-l2              flush the GPU's L2 cache before each sample (nvbench's cold mode; cuda rows)\n"
         "  --json FILE            the run's JSON (Google Benchmark's; the baseline formulas are its labels)\n"
         "  --compare BASE.json    against an earlier run: per row, change and Mann-Whitney U p; exit 1 on a\n"
         "                         significant regression beyond --threshold (default 5%)\n"
@@ -145,14 +148,16 @@ const std::map<std::string, Command>& commands() {
         "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
          "--compare-backends", "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph", "--backward",
-         "--compile", "--no-compile"},
+         "--compile", "--no-compile", "--cold-l2", "--mode"},
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
-         "--compare-backends", "--threshold", "--plot"},
+         "--compare-backends", "--threshold", "--plot", "--mode"},
         false, bench_command}},
       {"tune",
-       {"backplane tune --backends a,b[,..] [--ops a,b] [--shapes all|a,b] [--dtypes ..] [--margin PCT] "
-        "[--out FILE] [--min-time S] [--max-time S] [--cuda-graph] [--json F | --from-json F] [common flags]",
-        "For each op two or more of the named plugins serve on one device, time each plugin's kernel over the\n"
+       {"backplane tune --backends a[,b..] [--mode eager|graph|compile] [--ops a,b] [--shapes all|a,b] [--dtypes ..] "
+        "[--margin PCT] [--alpha P] [--repetitions N] [--out FILE] [--min-time S] [--max-time S] [--cuda-graph] "
+        "[--json F | --from-json F] [common flags]",
+        "For each op two or more of the named plugins serve on one device (in compile mode: one plugin and\n"
+        "Inductor's code for the op's reference), time each candidate over the\n"
         "registry's bench presets and write a selection file: per op, size ranges -> plugin, with the figures\n"
         "that decided them (docs/selection.md). Apply it with --selection FILE, BACKPLANE_SELECTION=FILE or\n"
         "backplane.load(..., selection=FILE). Runs `python -m backplane tune`.\n"
@@ -160,14 +165,19 @@ const std::map<std::string, Command>& commands() {
         "                         size unless another is faster by more than --margin\n"
         "  --shapes all|a,b       the bench presets timed (default: all)\n"
         "  --dtypes a,b           (default: float32); a size is decided over every dtype timed\n"
+        "  --mode eager|graph|compile  time as the deployment runs: eager calls, CUDA-graph replays, or compiled\n"
+        "                         between a producer and a consumer op, with `inductor` a candidate (default eager)\n"
         "  --margin PCT           how much faster another plugin must be to take a size (default 5)\n"
+        "  --alpha P              and significantly so: one-sided Mann-Whitney U over the repetitions (default 0.05)\n"
+        "  --repetitions N        repetitions of each candidate (default 3; 5 in compile mode)\n"
         "  --out FILE             the selection file (default: backplane_selection.yaml)\n"
         "  --json FILE            also keep the engine's JSON\n"
         "  --from-json FILE       decide from an earlier run's JSON (--json here, or bench --json) instead of\n"
         "                         timing: another --margin, or figures taken on the machine that will serve",
         {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--cuda-graph", "--json",
-         "--from-json"},
-        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--json", "--from-json"},
+         "--from-json", "--mode", "--alpha", "--repetitions"},
+        {"--ops", "--shapes", "--dtypes", "--margin", "--out", "--min-time", "--max-time", "--json", "--from-json",
+         "--mode", "--alpha", "--repetitions"},
         false, tune_command}},
   };
   return all;

@@ -69,6 +69,9 @@ int bench_command(const Options& options) {
     compile = compile || arg == "--compile";
     no_compile = no_compile || arg == "--no-compile";
   }
+  // --mode (compile: the selected implementation's rows under torch.compile) is Python's too.
+  for (size_t i = 0; i + 1 < options.rest.size(); ++i)
+    if (options.rest[i] == "--mode" && options.rest[i + 1] != "eager") python_side = true;
   // torch.compile rows (the "x compile" column) are Python's: with --compile, and by default
   // where a selected backend runs on CUDA.
   if (compile || (!no_compile && any_on_cuda(options))) python_side = true;
@@ -99,7 +102,7 @@ int bench_command(const Options& options) {
       args.push_back("--benchmark_enable_random_interleaving=true");
       continue;
     }
-    if (flag == "--cuda-graph" || flag == "--backward") {
+    if (flag == "--cuda-graph" || flag == "--backward" || flag == "--cold-l2") {
       args.push_back(flag);
       continue;
     }
@@ -117,8 +120,8 @@ int bench_command(const Options& options) {
       repetitions = value;
     } else if (flag == "--min-time" || flag == "--max-time") {
       args.push_back(flag + "=" + value);
-    } else if (flag == "--threshold") {
-      continue;  // only meaningful with --compare (the Python side)
+    } else if (flag == "--threshold" || flag == "--mode") {
+      continue;  // --compare's (the Python side); --mode eager: the engine's own way
     } else {  // --ops, --dtypes, --shapes: the engine's own flags
       args.push_back(flag + "=" + value);
     }

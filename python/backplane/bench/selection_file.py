@@ -54,26 +54,72 @@ def quoted(value) -> str:
     return f'"{_escaped(value)}"'
 
 
-def selection_yaml(entries: list[dict], made_by: dict, left_out: list[str] = ()) -> str:
+def _flow(mapping: dict) -> str:
+    """{k: v, ...} in YAML's flow style: strings quoted, numbers plain, mappings nested."""
+    def value(v):
+        if isinstance(v, dict):
+            return _flow(v)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return quoted(v)
+        return str(int(v)) if isinstance(v, int) else repr(float(v))
+    return "{" + ", ".join(f"{_key(k)}: {value(v)}" for k, v in mapping.items()) + "}"
+
+
+# Words YAML 1.1 reads as null or a boolean: a key spelled so is quoted, as any other text is.
+_YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "y", "n"}
+
+
+def _key(name) -> str:
+    """A mapping key: plain where it is a lower-case word YAML reads as text, else quoted."""
+    text = str(name)
+    plain = text.isascii() and text.isidentifier() and text.islower() and text not in _YAML_WORDS
+    return text if plain else quoted(text)
+
+
+def _environment_lines(environment: dict) -> list[str]:
+    """`environment:` (docs/selection.md): torch, then lists of flow mappings (devices, plugins)."""
+    lines = ["environment:"]
+    for key, value in environment.items():
+        if isinstance(value, (list, tuple)):
+            lines.append(f"  {key}:" + ("" if value else " []"))
+            lines += [f"    - {_flow(item)}" for item in value]
+        else:
+            lines.append(f"  {key}: {quoted(value)}")
+    return lines
+
+
+def selection_yaml(entries: list[dict], made_by: dict, left_out: list[str] = (), notes: list[str] = (),
+                   environment: dict | None = None) -> str:
     """The selection file's text. Written by hand, not by a YAML library: every string is
     quoted, every number a plain integer or float, and the layout stays the one people
-    read. `left_out`: the sizes the run did not decide, as comments."""
+    read. `left_out`: the sizes the run did not decide, and `notes`: how some were
+    decided, as comments; `environment`: the process's (selection_environment.current()).
+    An entry may carry `dtype` and `mode`; a bucket's `measured` is optional."""
     lines = ["# Which plugin serves each op, by the element count of the call's largest Tensor argument.",
              "# Written by `backplane tune`; apply with backplane.load(..., selection=FILE), BACKPLANE_SELECTION=FILE",
              "# or `backplane --selection FILE`. The format: core/include/backplane/selection_file.h."]
     lines += [f"# Not decided: {_escaped(note)}" for note in left_out]
+    lines += [f"# Note: {_escaped(note)}" for note in notes]
     lines += ["backplane_selection: 1",
-              "made_by: {" + ", ".join(f"{k}: {quoted(v)}" for k, v in made_by.items()) + "}",
-              "ops:" if entries else "ops: []"]
+              "made_by: {" + ", ".join(f"{k}: {quoted(v)}" for k, v in made_by.items()) + "}"]
+    if environment is not None:
+        lines += _environment_lines(environment)
+    lines.append("ops:" if entries else "ops: []")
     for e in entries:
-        lines += [f"  - op: {quoted(e['op'])}", f"    dispatch_key: {quoted(e['dispatch_key'])}", "    buckets:"]
+        lines += [f"  - op: {quoted(e['op'])}", f"    dispatch_key: {quoted(e['dispatch_key'])}"]
+        lines += [f"    {k}: {quoted(e[k])}" for k in ("dtype", "mode") if e.get(k)]
+        lines.append("    buckets:")
         for b in e["buckets"]:
             head = f"up_to: {int(b['up_to'])}, " if "up_to" in b else ""
+            if "measured" not in b:
+                lines.append(f"      - {{{head}plugin: {quoted(b['plugin'])}}}")
+                continue
             lines.append(f"      - {{{head}plugin: {quoted(b['plugin'])}, measured: [")
             for m in b["measured"]:
                 times = ", ".join(f"{quoted(p)}: {float(t)!r}" for p, t in m["median_us"].items())
+                more = "".join(f", {k}: {_flow(m[k])}" for k in ("repetitions", "p_faster") if k in m)
                 lines.append(f"          {{preset: {quoted(m['preset'])}, dtype: {quoted(m['dtype'])}, "
-                             f"elements: {int(m['elements'])}, median_us: {{{times}}}}},")
+                             f"elements: {int(m['elements'])}, median_us: {{{times}}}{more}}},")
             lines.append("        ]}")
     return "\n".join(lines) + "\n"
 

@@ -51,7 +51,7 @@ def test_each_size_goes_to_the_fastest_beyond_the_margin_and_neighbours_merge():
     assert [(b.get("up_to"), b["plugin"]) for b in entry["buckets"]] == [(4096, "a"), (None, "b")]
     assert [m["preset"] for m in entry["buckets"][1]["measured"]] == ["1M_elements", "1M_transposed", "64M_elements"]
     assert entry["buckets"][0]["measured"] == [{"preset": "4K_elements", "dtype": "float32", "elements": 4096,
-                                                "median_us": {"a": 1.0, "b": 2.0}}]
+                                                "median_us": {"a": 1.0, "b": 2.0}, "repetitions": {"a": 1, "b": 1}}]
 
 
 def test_within_the_margin_the_incumbent_keeps_a_size():
@@ -61,10 +61,13 @@ def test_within_the_margin_the_incumbent_keeps_a_size():
     assert [b["plugin"] for b in _decide(rows, ("b", "a"))[0]["buckets"]] == ["b"], "the first named is incumbent"
 
 
-def test_dtypes_of_a_size_are_decided_together():
+def test_dtypes_are_decided_apart():
+    # b is twice as fast in float32, four times slower in bfloat16: an entry per dtype
+    # (test_tune_modes.py: dtypes of the same winners share one entry).
     rows = [_row("add", "a", "4K_elements", 1.0), _row("add", "b", "4K_elements", 0.5),
             _row("add", "a", "4K_elements", 1.0, "bfloat16"), _row("add", "b", "4K_elements", 4.0, "bfloat16")]
-    assert [b["plugin"] for b in _decide(rows, ("a", "b"))[0]["buckets"]] == ["a"]  # geometric mean 1.41x slower
+    assert [(e["dtype"], [b["plugin"] for b in e["buckets"]]) for e in _decide(rows, ("a", "b"))] == \
+        [("bfloat16", ["a"]), ("float32", ["b"])]
 
 
 def test_a_failed_row_disqualifies_its_plugin_at_that_size():
@@ -122,8 +125,11 @@ def test_an_op_the_run_never_timed_on_its_second_plugin_is_said():
 def test_a_size_missing_one_dtype_of_a_plugin_is_left_out():
     rows = [*two_sizes(), _row("add", "a", "1M_elements", 9.0, "bfloat16")]  # b's bfloat16 row never came
     decision = _decision(rows, ("a", "b"))
-    assert [[(b.get("up_to"), b["plugin"]) for b in e["buckets"]] for e in decision.entries] == [[(None, "a")]]
-    assert decision.left_out == ["add on CPU: 1048576 elements: no row of b at 1M_elements bfloat16"]
+    # float32 is decided at both sizes; bfloat16 at none, so its calls take float32's entry.
+    assert [[(b.get("up_to"), b["plugin"]) for b in e["buckets"]] for e in decision.entries] == \
+        [[(4096, "a"), (None, "b")]]
+    assert decision.left_out == ["add on CPU: 1048576 elements: no row of b at 1M_elements bfloat16",
+                                 "add on CPU: no size decided in bfloat16; its calls take the entry without dtype"]
 
 
 def test_a_size_where_every_plugin_failed_is_left_out():
@@ -223,7 +229,7 @@ def test_tune_times_each_plugin_at_every_size_and_keeps_the_figures(tmp_path):
     assert timed == {(b, s) for b in ("cpu_alt", "cpu") for s in ("4K_elements", "1M_elements")}, timed
     text = out.read_text()
     for preset in ("4K_elements", "1M_elements"):
-        m = re.search(rf'{{preset: "{preset}", dtype: "float32", elements: \d+, median_us: {{([^}}]*)}}}}', text)
+        m = re.search(rf'{{preset: "{preset}", dtype: "float32", elements: \d+, median_us: {{([^}}]*)}}', text)
         assert m and sorted(t.split(": ")[0] for t in m.group(1).split(", ")) == ['"cpu"', '"cpu_alt"'], text
     again = _tune(tmp_path, "--backends", "cpu_alt,cpu", "--from-json", str(kept), "--out", str(tmp_path / "b.yaml"))
     assert again.returncode == 0 and line in again.stdout.splitlines(), (line, again.stdout, again.stderr)

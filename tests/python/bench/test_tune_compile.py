@@ -1,0 +1,49 @@
+"""`backplane tune --mode compile` (tune_compile.py): which candidates an op has, and, end to
+end on CPU (Inductor's C++ backend), cpu against inductor on add at its smallest preset,
+producing a file the core reads back. Which candidate wins is the machine's to say; the
+test checks what is exact: both timed, the file's entry in compile mode, read back."""
+import re
+
+import pytest
+
+import backplane
+from backplane.bench import tune, tune_compile
+
+OPS = {op.name: op for op in backplane.ops()}
+
+
+def test_inductor_is_a_candidate_for_ops_with_a_reference_returning_new_tensors():
+    assert tune_compile.can_be_inductor(OPS["add"])
+    assert not tune_compile.can_be_inductor(OPS["scale_"]), "writes its argument"
+    assert tune_compile.candidates_of(OPS["add"], "CPU", {"cpu": "CPU"}, "float32") == ["cpu", "inductor"]
+    assert tune_compile.candidates_of(OPS["add"], "CUDA", {"cpu": "CPU"}, "float32") == []
+    assert tune_compile.candidates_of(OPS["scale_"], "CPU", {"cpu": "CPU"}, "float32") == ["cpu"]
+
+
+def _forcing_is_built() -> bool:
+    """Whether this build's core takes an `inductor` bucket (the compile-time selection)."""
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[3] / "core" / "src" / "plugins" / "selection_file_parse.cpp"
+    return source.is_file() and "inductor" in source.read_text()
+
+
+@pytest.mark.skipif(not _forcing_is_built(), reason="needs the core's `inductor` buckets (issue 47, item 2)")
+def test_tune_compile_on_cpu_times_cpu_and_inductor_and_the_core_reads_the_file(tmp_path, capsys):
+    smallest = min(OPS["add"].bench, key=lambda p: max(__import__("math").prod(v) for k, v in p["args"].items()
+                                                        if k in OPS["add"].tensor_args))["name"]
+    out = tmp_path / "sel.yaml"
+    status = tune.main(["--mode", "compile", "--backends", "cpu", "--ops", "add", "--shapes", smallest,
+                        "--min-time", "0.01", "--max-time", "0.05", "--repetitions", "3", "--out", str(out)])
+    said = capsys.readouterr()
+    assert status == 0, said.err[-3000:]
+    text = out.read_text()
+    assert '  - op: "add"\n    dispatch_key: "CPU"\n    mode: "compile"\n' in text, (text, said.err)
+    m = re.search(r'median_us: \{([^}]*)\}, repetitions: \{cpu: 3, inductor: 3\}', text)
+    assert m and [t.split(": ")[0] for t in m.group(1).split(", ")] == ['"cpu"', '"inductor"'], text
+    assert re.search(r'plugin: "(cpu|inductor)"', text)
+    before = backplane.selection_file()
+    try:
+        assert backplane.apply_selection(out) == str(out)
+    finally:
+        backplane.apply_selection(before or None)
