@@ -41,12 +41,27 @@ std::string shell_word(const std::string& text) {
   return out + "'";
 }
 
-// "cpu" -> {cpu}; "cpu_alt<=4096,cpu" -> {cpu_alt, cpu}.
+// The plugins of a recorded serving: "cpu" -> {cpu}; "cpu_alt<=4096,cpu" -> {cpu_alt, cpu};
+// by dtype, "bfloat16:inductor<=65536,cuda;*:cuda" -> {cuda}. `inductor` is no plugin (Inductor's
+// code for the reference, selection_file.h): nothing to load for it.
 std::vector<std::string> split_plugins(const std::string& plugin) {
   std::vector<std::string> out;
-  std::istringstream in(plugin);
-  for (std::string part; std::getline(in, part, ',');) out.push_back(part.substr(0, part.find("<=")));
+  std::istringstream rules(plugin);
+  for (std::string rule; std::getline(rules, rule, ';');) {
+    std::istringstream in(rule.substr(rule.find(':') == std::string::npos ? 0 : rule.find(':') + 1));
+    for (std::string part; std::getline(in, part, ',');) {
+      const std::string name = part.substr(0, part.find("<="));
+      if (name != kInductor && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+  }
   return out;
+}
+
+// Whether a recorded serving came from a selection file (a split by size or dtype, or Inductor's code).
+bool from_selection_file(const std::string& recorded) {
+  return recorded.find("<=") != std::string::npos || recorded.find(';') != std::string::npos ||
+         recorded.find(':') != std::string::npos || !split_plugins(recorded).size() ||
+         recorded.find(kInductor) != std::string::npos;
 }
 
 // The flags that make `now` serve op as `recorded`: each itself accepted by `backplane run`.
@@ -56,7 +71,7 @@ std::string way_back(const std::string& op, const std::string& recorded, const S
   for (const auto& p : split_plugins(recorded))
     if (std::find(now.offered_by.begin(), now.offered_by.end(), p) == now.offered_by.end()) missing.push_back("'" + p + "'");
   const std::string load = missing.empty() ? "" : "load " + join(missing, ", ") + " (add it to --backends), then ";
-  if (recorded.find("<=") == std::string::npos) return load + "prefer '" + recorded + "' (--prefer " + op + ":" + recorded + ")";
+  if (!from_selection_file(recorded)) return load + "prefer '" + recorded + "' (--prefer " + op + ":" + recorded + ")";
   const std::string which = record.selection_digest.empty()
                                 ? std::string("a selection file")
                                 : "the selection file " + record.selection_path + " (sha256 " +

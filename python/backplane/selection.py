@@ -137,7 +137,8 @@ def apply_selection(path: str | os.PathLike | None, strict: bool = False) -> str
     """Applies a selection file (written by `backplane tune`; the format is in
     core/include/backplane/selection_file.h and docs/selection.md): where two loaded plugins
     serve an op on one device, the file's plugin for the call's size serves it, from now
-    on, in compiled code too. None clears it. A preference for the op itself (prefer())
+    on, in compiled code too. `inductor` buckets are resolved while compiling: code compiled
+    before keeps its choice until it recompiles (torch._dynamo.reset()), which a warning says. None clears it. A preference for the op itself (prefer())
     still wins over the file.
 
     A bucket naming a plugin that is not loaded (a misspelling, or a plugin this machine
@@ -160,18 +161,39 @@ def apply_selection(path: str | os.PathLike | None, strict: bool = False) -> str
     file, and naming the file for one that cannot be read (only a regular file is read,
     never a FIFO or a device); TypeError for a path that is not str or os.PathLike of str.
     Returns the path in force."""
+    before = _inductor_buckets()
     if path is None:
-        return core().apply_selection("")["selection_file"]
+        applied = core().apply_selection("")
+        _warn_if_compiled_code_keeps_its_choice(before)
+        return applied["selection_file"]
     path = _selection_path(path)
     _require_same_file_on_every_rank(path)
     import torch
 
-    from .selection_environment import devices
+    from .selection_environment import devices_for
 
-    applied = core().apply_selection(os.path.abspath(path), strict, torch.__version__, devices())
+    applied = core().apply_selection(os.path.abspath(path), strict, torch.__version__, devices_for(path))
     for message in applied["warnings"]:
         warnings.warn(message, stacklevel=2)
+    _warn_if_compiled_code_keeps_its_choice(before)
     return applied["selection_file"]
+
+
+def _inductor_buckets() -> str:
+    """The rules of the file in force that name `inductor`, as text (compared before and after)."""
+    rules = [r for r in core().serving()["rules"] if any(b["plugin"] == "inductor" for b in r["buckets"])]
+    return repr(sorted(repr(r) for r in rules))
+
+
+def _warn_if_compiled_code_keeps_its_choice(before: str) -> None:
+    """An `inductor` choice is made while compiling: code compiled already keeps it (Dynamo's
+    guards do not see the file) until it recompiles. Said where that is so."""
+    from .compile import resolutions
+
+    if _inductor_buckets() != before and resolutions():
+        warnings.warn("backplane: the selection file's `inductor` buckets changed, and functions compiled "
+                      "before keep the choice they were compiled with until they recompile "
+                      "(torch._dynamo.reset()); plugin buckets apply at once", stacklevel=3)
 
 
 def _selection_path(path) -> str:

@@ -41,13 +41,40 @@ def current(plugins: list[str] | None = None) -> dict:
 
 
 def devices() -> tuple[tuple[str, str, str, str], ...]:
-    """(type, name, capability, driver) of each device a file's environment is compared with."""
+    """(type, name, capability, driver) of each device a file's environment is compared with.
+    Initializes CUDA (a process that forks afterwards cannot use it in the child)."""
     import torch
 
     if not torch.cuda.is_available():
         return ()
     props = torch.cuda.get_device_properties(0)
     return (("cuda", props.name, f"{props.major}.{props.minor}", _cuda_driver()),)
+
+
+def devices_for(path: str) -> tuple[tuple[str, str, str, str], ...]:
+    """devices() where the file at `path` records a CUDA device or CUDA is initialized already;
+    else none: applying a CPU file (or one without `environment:`) must not initialize CUDA
+    in a process that may fork later (DataLoader workers). A rough read of the text: the core
+    parses the file; this only decides whether to describe."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        return devices()
+    try:  # without blocking, and only a regular file (a FIFO would block; the core names it)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return ()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ()
+        text = os.read(fd, 1 << 20).decode("utf-8", errors="replace")
+    except OSError:
+        return ()
+    finally:
+        os.close(fd)
+    if "environment" in text and re.search(r"type:\s*[\"']?cuda\b", text):
+        return devices()
+    return ()
 
 
 @functools.lru_cache(maxsize=1)

@@ -93,8 +93,9 @@ BACKPLANE_API std::vector<SelectionRule> read_selection_file(const std::string& 
 // The same, with the file's environment.
 BACKPLANE_API SelectionFile read_selection(const std::string& path);
 
-// Reads and applies a selection file, replacing the one in force (the choice changes at
-// once, in compiled code too). Throws as read_selection_file; the one in force then stays.
+// Reads and applies a selection file, replacing the one in force (the choice of plugin
+// changes at once, in compiled code too; an `inductor` bucket is resolved while compiling,
+// so code compiled before keeps its choice until it recompiles). Throws as read_selection_file; the one in force then stays.
 // A bucket naming a plugin that is not loaded (a misspelling, or a plugin this machine
 // lacks) is a warning naming every such bucket and the plugins loaded; with strict, it
 // is refused (std::invalid_argument, nothing applied). Checked against the plugins

@@ -300,7 +300,8 @@ __attribute__((visibility("default"))) int backplane_c_apply_selection(const cha
   return backplane::guarded_input(out, [&] {
     backplane::CollectWarnings collect;
     std::vector<backplane::SelectionDevice> here;
-    for (const std::string& line : backplane::detail::split(devices, '\n')) {
+    if (torch_here == nullptr) torch_here = "";  // NULL describes nothing, as ""
+    for (const std::string& line : backplane::detail::split(devices ? devices : "", '\n')) {
       const std::vector<std::string> fields = backplane::detail::split(line, '\t');
       if (fields.size() == 4) here.push_back({fields[0], fields[1], fields[2], fields[3]});
     }

@@ -12,6 +12,7 @@
 #include <c10/core/DispatchKey.h>
 #include <c10/util/Exception.h>
 
+#include <limits>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -162,6 +163,10 @@ class Reader {
     if (limit < 0)
       fail(up_to, what + ": up_to: expected a whole number of elements >= 0, found " +
                       (up_to.IsScalar() ? "'" + up_to.Scalar() + "'" : detail::kind_name(up_to)));
+    // The largest int64 means "every larger call": the last bucket's, written without up_to.
+    if (limit == std::numeric_limits<std::int64_t>::max())
+      fail(up_to, what + ": up_to: expected fewer than " + up_to.Scalar() +
+                      " elements (that many is every larger call: the last bucket, without up_to)");
     if (!rule.buckets.empty() && limit <= rule.buckets.back().up_to)
       fail(up_to, what + ": up_to " + std::to_string(limit) + " must exceed the bucket before it (" +
                       std::to_string(rule.buckets.back().up_to) + ")");

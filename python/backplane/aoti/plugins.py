@@ -118,7 +118,7 @@ def plugin_record(ops: list[str], keys: set[str]) -> PluginRecord:
     say nothing about the package."""
     now = [s for s in serving() if s.op in ops and s.dispatch_key in keys]
     rows = tuple(sorted((s.op, s.dispatch_key, s.serving) for s in now))
-    path = selection_file() if any(s.buckets for s in now) else ""
+    path = selection_file() if any(s.buckets or s.by_dtype or "inductor" in s.serving for s in now) else ""
     digest = _file_digest(path) if path else ""
     return PluginRecord(rows, digest, path if digest and "\n" not in path and "\r" not in path else "")
 
@@ -169,8 +169,22 @@ def read_plugins(path) -> list[tuple[str, str, str]] | None:
 
 
 def _split_plugins(plugin: str) -> list[str]:
-    """The plugins of a recorded serving: "cpu" -> [cpu]; "cpu_alt<=4096,cpu" -> [cpu_alt, cpu]."""
-    return [part.split("<=")[0] for part in plugin.split(",")]
+    """The plugins of a recorded serving: "cpu" -> [cpu]; "cpu_alt<=4096,cpu" -> [cpu_alt, cpu];
+    by dtype, "bfloat16:inductor<=65536,cuda;*:cuda" -> [cuda]. `inductor` is no plugin
+    (Inductor's code for the reference: nothing to load). As split_plugins in
+    cli/aoti/package_plugins.cpp."""
+    found = []
+    for rule in plugin.split(";"):
+        for part in rule.rpartition(":")[2].split(","):
+            name = part.split("<=")[0]
+            if name != "inductor" and name not in found:
+                found.append(name)
+    return found
+
+
+def _from_selection_file(recorded: str) -> bool:
+    """Whether a recorded serving came from a selection file: split by size or dtype, or Inductor's code."""
+    return any(mark in recorded for mark in ("<=", ";", ":", "inductor"))
 
 
 def _way_back(op: str, recorded: str, now: Serving, record: PluginRecord) -> str:
@@ -178,7 +192,7 @@ def _way_back(op: str, recorded: str, now: Serving, record: PluginRecord) -> str
     missing = [p for p in _split_plugins(recorded) if p not in now.offered_by]
     names = ", ".join(repr(p) for p in missing)
     load = f"load {names} (backplane.load({names})), then " if missing else ""
-    if "<=" not in recorded:
+    if not _from_selection_file(recorded):
         return f"{load}prefer '{recorded}' (backplane.prefer('{op}', '{recorded}'))"
     file = repr(record.selection_path) if record.selection_path else "FILE"
     which = (f"the selection file {record.selection_path} (sha256 {record.selection_digest[:16]})"

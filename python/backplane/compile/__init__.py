@@ -15,6 +15,7 @@ exactly as without this module. How it works and its limits: docs/selection.md.
 - resolve.py: which bucket a call's dtype and size fall in; guards on the bucket
   boundaries where a size is symbolic (dynamic shapes).
 - reference.py: the op's reference as a function over its arguments, in its opmath dtype.
+- log.py: resolutions(), what the compiles of this process chose, per op call.
 
 Installed when torch._inductor.config is imported (importing Inductor at `import backplane`
 would cost every program that never compiles).
@@ -22,14 +23,9 @@ would cost every program that never compiles).
 from __future__ import annotations
 
 from ..import_hooks import when_imported
+from .log import resolutions
 
-
-def resolutions() -> list[dict]:
-    """What the compiles of this process chose, oldest first: {op, dispatch_key, dtype, size,
-    choice ("inductor" or the plugin's name), graph}."""
-    from .graph_pass import resolutions as chosen
-
-    return chosen()
+__all__ = ["resolutions"]
 
 
 def _install(config) -> None:

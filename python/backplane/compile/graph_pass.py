@@ -16,50 +16,41 @@ selection is never served from the cache under another.
 """
 from __future__ import annotations
 
-import collections
 import hashlib
-import threading
 from pathlib import Path
 
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
-from . import resolve
+from . import log, resolve
 from .reference import reference_call
 
-_LOG_LIMIT = 10000  # resolutions kept: a long-running server compiling for ever keeps the newest
-_log: collections.deque = collections.deque(maxlen=_LOG_LIMIT)
-_log_lock = threading.Lock()
-_SOURCES = sorted(Path(__file__).parent.glob("*.py"))
-
-
-def resolutions() -> list[dict]:
-    """What the compiles of this process chose, oldest first: {op, dispatch_key, dtype, size
-    (an int, or the symbolic expression), choice ("inductor" or a plugin), graph}."""
-    with _log_lock:
-        return list(_log)
+# The code that traces a reference: this package and the formula evaluator.
+_SOURCES = sorted(Path(__file__).parent.glob("*.py")) + [Path(__file__).parent.parent / "formula.py"]
 
 
 class SelectionPass(CustomGraphPass):
     def __init__(self, chained=None):
-        self.chained = chained
+        # A pass set before, or several (torch takes a list there too): run after this one.
+        self.chained = list(chained) if isinstance(chained, (list, tuple)) else [] if chained is None else [chained]
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         state = resolve.in_force()
         if state.names_inductor:
             _resolve_graph(graph, state)
-        if self.chained is not None:
-            self.chained(graph)
+        for other in self.chained:
+            other(graph)
 
     def uuid(self):
         state = resolve.in_force()
         code = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
-        chained = None
-        if self.chained is not None:
-            chained = self.chained.uuid() if hasattr(self.chained, "uuid") else None
-            if chained is None:  # a pass without a uuid: Inductor's cache is bypassed, as it would be
+        chained = []
+        for other in self.chained:
+            found = other.uuid() if hasattr(other, "uuid") else None
+            if found is None:  # a pass without a uuid: Inductor's cache is bypassed, as it would be
                 return None
-        return f"backplane-selection:{state.digest}:{code}:{chained}"
+            chained.append(str(found))
+        return f"backplane-selection:{state.digest}:{code}:{':'.join(chained)}"
 
 
 def install(config) -> None:
@@ -97,22 +88,31 @@ def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
         if rule is None:
             continue
         sizes = [t.numel() for t in tensors]
-        choice = resolve.bucket_of(rule, sizes)
-        if choice == resolve.INDUCTOR:
+        # An AOTInductor package checks no guard when it runs: a size it cannot decide
+        # without one stays the plugin's (whose selector splits by size at run time).
+        choice = resolve.bucket_of(rule, sizes, may_guard=not _aot_compiling())
+        if choice is None:
+            choice = "plugin (a symbolic size on both sides of a bucket boundary)"
+        elif choice == resolve.INDUCTOR:
             kept = _replace_by_reference(graph, node, op)
             if kept:
                 choice = f"plugin ({kept})"
         chosen.append({"op": op.name, "dispatch_key": key, "dtype": dtype,
                        "size": max(sizes) if all(isinstance(s, int) for s in sizes) else str(sizes),
                        "choice": choice, "graph": id(graph)})
-    with _log_lock:
-        _log.extend(chosen)
+    log.record(chosen)
     if chosen:  # tlparse shows it as an artifact of the compile
         import json
 
         torch._logging.trace_structured(
             "artifact", metadata_fn=lambda: {"name": "backplane_selection", "encoding": "json"},
             payload_fn=lambda: json.dumps(chosen))
+
+
+def _aot_compiling() -> bool:
+    from torch._inductor.virtualized import V
+
+    return bool(getattr(V, "aot_compilation", False))
 
 
 def _tensor_values(node: torch.fx.Node) -> list:

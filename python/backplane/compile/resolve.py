@@ -22,8 +22,11 @@ INDUCTOR = "inductor"  # kInductor in selection_file.h
 @dataclass(frozen=True)
 class InForce:
     rules: tuple  # the file's rules as the core read them: dicts {op, dispatch_key, dtype, buckets}
-    preferred: frozenset  # ops with a preference of their own: it overrides the file (selection.h)
-    digest: str  # of everything above and the plugins loaded: the compile cache key's part
+    # (op, dispatch key) that a preference of the op's own serves: it overrides the file
+    # (selection.h), as the core reports it (a preferred plugin that does not offer the op
+    # there does not).
+    preferred: frozenset
+    digest: str  # of everything above, the plugins loaded and the references: the cache key's part
 
     @property
     def names_inductor(self) -> bool:
@@ -32,7 +35,7 @@ class InForce:
     def rule(self, op: str, dispatch_key: str, dtype: str) -> dict | None:
         """The rule for calls of op on dispatch_key in dtype: the one naming that dtype, else
         the one naming none; None where the op has a preference of its own."""
-        if op in self.preferred:
+        if (op, dispatch_key) in self.preferred:
             return None
         found = [r for r in self.rules if r["op"] == op and r["dispatch_key"] == dispatch_key]
         return next((r for r in found if r["dtype"] == dtype), None) or next((r for r in found if not r["dtype"]), None)
@@ -45,9 +48,13 @@ def in_force() -> InForce:
     import backplane
 
     loaded = sorted((b.name, b.version, b.path) for b in backplane.backends() if b.status == "loaded")
-    preferred = frozenset(spec.split(":", 1)[0] for spec in state["preferences"].split(";")
-                          if ":" in spec and not spec.startswith("*:"))
-    text = json.dumps([state["rules"], sorted(preferred), loaded], sort_keys=True)
+    preferred = frozenset((r["op"], r["dispatch_key"]) for r in state["serving"]
+                          if r["why"] == f"preferred for {r['op']}")
+    # What the traced code is made of: a fixed reference formula must not be served from the
+    # cache of the one before it.
+    named = {r["op"] for r in state["rules"] if any(b["plugin"] == INDUCTOR for b in r["buckets"])}
+    references = sorted((op.name, op.reference) for op in backplane.ops() if op.name in named)
+    text = json.dumps([state["rules"], sorted(preferred), loaded, references], sort_keys=True)
     return InForce(tuple(state["rules"]), preferred, hashlib.sha256(text.encode()).hexdigest())
 
 
@@ -63,11 +70,23 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def bucket_of(rule: dict, sizes: list) -> str:
+def bucket_of(rule: dict, sizes: list, may_guard: bool = True) -> str | None:
     """The plugin (or "inductor") of the first bucket every size fits; `sizes` are the element
-    counts of the call's Tensor arguments, ints or SymInts (then each comparison is a guard)."""
-    buckets = rule["buckets"]
-    for bucket in buckets[:-1]:
+    counts of the call's Tensor arguments, ints or SymInts (then each comparison is a guard).
+    None where a symbolic size cannot be decided without a guard and may_guard is false, or
+    the size is data-dependent (unbacked): the call then stays the plugin's, whose selector
+    splits by size at run time."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, statically_known_true
+
+    symbolic = [n for n in sizes if isinstance(n, torch.SymInt)]
+    if symbolic and (not may_guard or any(free_unbacked_symbols(n) for n in symbolic)):
+        for bucket in rule["buckets"][:-1]:
+            if all(statically_known_true(n <= bucket["up_to"]) for n in sizes):
+                return bucket["plugin"]
+            if not all(statically_known_true(n > bucket["up_to"]) for n in sizes):
+                return None  # on both sides of this boundary, for all one can tell
+        return rule["buckets"][-1]["plugin"]
+    for bucket in rule["buckets"][:-1]:
         if all(bool(n <= bucket["up_to"]) for n in sizes):  # bool() of a SymBool installs the guard
             return bucket["plugin"]
-    return buckets[-1]["plugin"]
+    return rule["buckets"][-1]["plugin"]

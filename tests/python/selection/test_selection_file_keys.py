@@ -121,3 +121,33 @@ def test_a_file_measured_elsewhere_warns_once_naming_each_difference_and_strict_
 def test_an_unknown_environment_key_is_refused(tmp_path):
     message = _refusal(tmp_path, "environment: {torch: x, gpu: y}\nops: []\n")
     assert "environment" in message and "gpu" in message, message
+
+
+def test_the_largest_int64_as_a_bucket_limit_is_refused(tmp_path):
+    # That value means "every larger call": only the last bucket, without up_to, takes it.
+    message = _refusal(tmp_path, """\
+        ops:
+          - {op: add, dispatch_key: CPU, buckets: [{up_to: 9223372036854775807, plugin: cpu}, {plugin: cpu}]}
+        """)
+    assert "up_to: expected fewer than 9223372036854775807 elements (that many is every larger call" in message, message
+
+
+def test_a_recorded_serving_names_the_plugins_to_load_and_never_inductor():
+    from backplane.aoti.plugins import _from_selection_file, _split_plugins
+
+    assert _split_plugins("cpu") == ["cpu"] and not _from_selection_file("cpu")
+    assert _split_plugins("cpu_alt<=4096,cpu") == ["cpu_alt", "cpu"]
+    assert _split_plugins("bfloat16:inductor<=65536,cuda;*:cuda") == ["cuda"]
+    assert _split_plugins("inductor") == [] and _from_selection_file("inductor")
+
+
+def test_a_data_dependent_size_stays_the_plugins_and_a_known_one_is_decided():
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from backplane.compile.resolve import bucket_of
+
+    rule = {"buckets": [{"up_to": 100, "plugin": "inductor"}, {"up_to": None, "plugin": "cpu"}]}
+    unbacked = ShapeEnv().create_unbacked_symint()
+    assert bucket_of(rule, [unbacked]) is None  # no guard can be taken on it
+    assert bucket_of(rule, [7]) == "inductor" and bucket_of(rule, [101]) == "cpu"
+    assert bucket_of(rule, [7, 101]) == "cpu"  # the largest Tensor argument decides
