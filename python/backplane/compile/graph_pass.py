@@ -25,8 +25,10 @@ from torch._inductor.custom_graph_pass import CustomGraphPass
 from . import log, resolve
 from .reference import reference_call
 
-# The code that traces a reference: this package and the formula evaluator.
-_SOURCES = sorted(Path(__file__).parent.glob("*.py")) + [Path(__file__).parent.parent / "formula.py"]
+# The code that traces a reference, this package and the formula evaluator, as this process
+# loaded it: hashed once.
+_CODE = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")) +
+                                [Path(__file__).parent.parent / "formula.py"])).hexdigest()
 
 
 class SelectionPass(CustomGraphPass):
@@ -42,15 +44,13 @@ class SelectionPass(CustomGraphPass):
             other(graph)
 
     def uuid(self):
-        state = resolve.in_force()
-        code = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()
         chained = []
         for other in self.chained:
             found = other.uuid() if hasattr(other, "uuid") else None
             if found is None:  # a pass without a uuid: Inductor's cache is bypassed, as it would be
                 return None
             chained.append(str(found))
-        return f"backplane-selection:{state.digest}:{code}:{':'.join(chained)}"
+        return f"backplane-selection:{resolve.in_force().digest()}:{_CODE}:{':'.join(chained)}"
 
 
 def install(config) -> None:

@@ -26,7 +26,6 @@ class InForce:
     # (selection.h), as the core reports it (a preferred plugin that does not offer the op
     # there does not).
     preferred: frozenset
-    digest: str  # of everything above, the plugins loaded and the references: the cache key's part
 
     @property
     def names_inductor(self) -> bool:
@@ -40,22 +39,31 @@ class InForce:
         found = [r for r in self.rules if r["op"] == op and r["dispatch_key"] == dispatch_key]
         return next((r for r in found if r["dtype"] == dtype), None) or next((r for r in found if not r["dtype"]), None)
 
+    def digest(self) -> str:
+        """What the compile cache key must see of the selection: "none" where no bucket names
+        `inductor` (the pass then changes no graph, and plugin buckets are chosen at run
+        time by the core's selector, not in the code); else a digest of the rules, the
+        preferences, the plugins loaded and the references traced (a fixed reference must not
+        be served from the cache of the one before it)."""
+        if not self.names_inductor:
+            return "none"
+        import backplane
+
+        loaded = sorted((b.name, b.version, b.path) for b in backplane.backends() if b.status == "loaded")
+        named = {r["op"] for r in self.rules if any(b["plugin"] == INDUCTOR for b in r["buckets"])}
+        references = sorted((op.name, op.reference) for op in backplane.ops() if op.name in named)
+        text = json.dumps([self.rules, sorted(self.preferred), loaded, references], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
 
 def in_force() -> InForce:
+    """The file's rules and the preferences that override them, from one call of the core."""
     from .._native import core
 
     state = core().serving()
-    import backplane
-
-    loaded = sorted((b.name, b.version, b.path) for b in backplane.backends() if b.status == "loaded")
     preferred = frozenset((r["op"], r["dispatch_key"]) for r in state["serving"]
                           if r["why"] == f"preferred for {r['op']}")
-    # What the traced code is made of: a fixed reference formula must not be served from the
-    # cache of the one before it.
-    named = {r["op"] for r in state["rules"] if any(b["plugin"] == INDUCTOR for b in r["buckets"])}
-    references = sorted((op.name, op.reference) for op in backplane.ops() if op.name in named)
-    text = json.dumps([state["rules"], sorted(preferred), loaded, references], sort_keys=True)
-    return InForce(tuple(state["rules"]), preferred, hashlib.sha256(text.encode()).hexdigest())
+    return InForce(tuple(state["rules"]), preferred)
 
 
 def dispatch_key(device: torch.device) -> str:
