@@ -107,11 +107,6 @@ def dispatch_keys(ep: torch.export.ExportedProgram) -> set[str]:
     return keys
 
 
-def _file_digest(path: str) -> str:
-    """sha256 of a regular file; "" for anything else (a FIFO would block) or an unreadable one."""
-    return file_sha256(path)
-
-
 def plugin_record(ops: list[str], keys: set[str]) -> PluginRecord:
     """The record of a package calling `ops` on `keys` (its devices, dispatch_keys()), as the
     plugins serve them now. Keys of other devices loaded in this process are left out: they
@@ -119,7 +114,7 @@ def plugin_record(ops: list[str], keys: set[str]) -> PluginRecord:
     now = [s for s in serving() if s.op in ops and s.dispatch_key in keys]
     rows = tuple(sorted((s.op, s.dispatch_key, s.serving) for s in now))
     path = selection_file() if any(s.buckets or s.by_dtype or "inductor" in s.serving for s in now) else ""
-    digest = _file_digest(path) if path else ""
+    digest = file_sha256(path) if path else ""  # "" for a file that is not regular or cannot be read
     return PluginRecord(rows, digest, path if digest and "\n" not in path and "\r" not in path else "")
 
 
