@@ -146,29 +146,13 @@ class WrongResult(AssertionError):
 
 
 def _timed_row(name, op, label, dtype_name, device, passes, references, rule) -> list[dict]:
-    dtype = getattr(torch, dtype_name)
-    backward = passes == "forward+backward"
-    if backward and not op.differentiable:
-        raise ValueError(f"{op.name} has no backward: in the registry; a forward+backward run cannot time it")
-    values = preset_values(op, preset_for(op, label), dtype=dtype, device=device,
-                           requires_grad=op.differentiable if backward else ())
+    backward, values = _row_inputs(op, label, dtype_name, device, passes)
     formula_text = op.reference
     if op.baseline and _returns_a_view(Formula.parse(op.reference), op, values):
         formula_text = op.baseline
     eager, compiled, tensors = _compiled_formula(Formula.parse(formula_text), op, values)
     if backward:
-        inputs = [values[n] for n in op.differentiable]
-        generator = torch.Generator(device=device).manual_seed(1)
-        grads = [torch.randn(t.shape, dtype=t.dtype, device=device, generator=generator)
-                 for t in _tensors(eager(*tensors))]
-
-        def run(fn):
-            outputs = _tensors(fn(*tensors))
-            gradients = torch.autograd.grad(outputs, inputs, grads)
-            return {**_named(outputs), **{f"gradient of {n}": g for n, g in zip(op.differentiable, gradients)}}
-
-        def step():
-            torch.autograd.grad(_tensors(compiled(*tensors)), inputs, grads)
+        run, step = _forward_backward(op, values, eager, compiled, tensors, device)
     else:
         def run(fn):
             return _named(_tensors(fn(*tensors)))
@@ -177,6 +161,35 @@ def _timed_row(name, op, label, dtype_name, device, passes, references, rule) ->
             compiled(*tensors)
     check_same(run(compiled), run(eager))
     return _time_like(name, step, device, rule, references, f"{dtype_name} {LABEL}: {formula_text}")
+
+
+def _row_inputs(op, label, dtype_name, device, passes) -> tuple[bool, dict]:
+    """(whether the pass is forward+backward, the preset's values, with gradients where it is)."""
+    backward = passes == "forward+backward"
+    if backward and not op.differentiable:
+        raise ValueError(f"{op.name} has no backward: in the registry; a forward+backward run cannot time it")
+    return backward, preset_values(op, preset_for(op, label), dtype=getattr(torch, dtype_name), device=device,
+                                   requires_grad=op.differentiable if backward else ())
+
+
+def _forward_backward(op, values, eager, compiled, tensors, device):
+    """(run, step) of a forward+backward row: run(fn) gives fn's outputs and the gradients of
+    the arguments the op's `backward:` names for a fixed random output gradient; step() is
+    the compiled pass timed."""
+    inputs = [values[n] for n in op.differentiable]
+    generator = torch.Generator(device=device).manual_seed(1)
+    grads = [torch.randn(t.shape, dtype=t.dtype, device=device, generator=generator)
+             for t in _tensors(eager(*tensors))]
+
+    def run(fn):
+        outputs = _tensors(fn(*tensors))
+        gradients = torch.autograd.grad(outputs, inputs, grads)
+        return {**_named(outputs), **{f"gradient of {n}": g for n, g in zip(op.differentiable, gradients)}}
+
+    def step():
+        torch.autograd.grad(_tensors(compiled(*tensors)), inputs, grads)
+
+    return run, step
 
 
 def _time_like(name, step, device, rule, references, label) -> list[dict]:
@@ -192,28 +205,12 @@ def _timed_selected_row(name, op, label, dtype_name, device, passes, references,
     """The op itself under torch.compile, checked against its eager call, then timed."""
     import backplane
 
-    dtype = getattr(torch, dtype_name)
-    backward = passes == "forward+backward"
-    if backward and not op.differentiable:
-        raise ValueError(f"{op.name} has no backward: in the registry; a forward+backward run cannot time it")
-    values = preset_values(op, preset_for(op, label), dtype=dtype, device=device,
-                           requires_grad=op.differentiable if backward else ())
+    backward, values = _row_inputs(op, label, dtype_name, device, passes)
     eager, compiled, tensors = _compiled_call(backplane.torch_op(op.name), op, values)
     written = _written_argument(op)
     names = [n for n in op.tensor_args if n in values]
     if backward:
-        inputs = [values[n] for n in op.differentiable]
-        generator = torch.Generator(device=device).manual_seed(1)
-        grads = [torch.randn(t.shape, dtype=t.dtype, device=device, generator=generator)
-                 for t in _tensors(eager(*tensors))]
-
-        def run(fn):
-            outputs = _tensors(fn(*tensors))
-            gradients = torch.autograd.grad(outputs, inputs, grads)
-            return {**_named(outputs), **{f"gradient of {n}": g for n, g in zip(op.differentiable, gradients)}}
-
-        def step():
-            torch.autograd.grad(_tensors(compiled(*tensors)), inputs, grads)
+        run, step = _forward_backward(op, values, eager, compiled, tensors, device)
     elif written:
         def run(fn):  # fresh copies: the op changes its argument
             fresh = [t.clone() for t in tensors]
