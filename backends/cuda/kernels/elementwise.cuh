@@ -4,7 +4,7 @@
 // (one value per output; silu_mul_backward's dgate and dup, mul_backward's da and db), or
 // a scalar_t for one.
 //
-// Two kernels, picked per call from the merged layout (strided_indexing.cuh):
+// Three paths, picked per call from the merged layout (strided_indexing.cuh):
 // - vectorized: every operand is one unit-stride run and their addresses share one
 //   offset modulo 16. Up to 2^31 - 1 elements, vector_per_thread_kernel: one 16-byte
 //   vector per operand a thread, 32-bit indices, the vector path first, threads past the
@@ -14,6 +14,8 @@
 //   under ncu), of 1024 threads past that (launch site says why). Larger inputs take
 //   vectorized_kernel: 64-bit indices, tiles of kUnroll x 256 vectors per operand
 //   (thread t takes vectors t, t + 256, ...: coalesced), one tile a block.
+// - transposed tiles (transposed_tiles.cuh): two dimensions, each operand unit-stride in
+//   one of them and not all in the same one (x.t() + y); 32 x 32 tiles through shared memory.
 // - strided: anything else (transposes, slices, misaligned views, broadcasts). Each
 //   thread handles kItemsPerThread items in 256-thread blocks (single elements of 4 bytes
 //   or more: 2 in 512-thread blocks; one, in 128-thread blocks, where the items fit the
@@ -34,6 +36,7 @@
 #include "elementwise_kernels.cuh"
 #include "launch_config.cuh"
 #include "strided_indexing.cuh"
+#include "transposed_tiles.cuh"
 #include "vector_access.cuh"
 
 #include <ATen/OpMathType.h>
@@ -193,6 +196,11 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
       launch_kernel(vectorized_kernel<scalar_t, NOUT, NIN, Func>, static_cast<unsigned>(grid), kBlockThreads, stream, f,
                     out_ptrs, in_ptrs, n, head);
     }
+    return;
+  }
+  TileLayout<N> tiles;
+  if (as_transposed_tiles(layout, tiles)) {
+    launch_transposed_tiles<scalar_t, NOUT, NIN>(stream, tiles, out_ptrs, in_ptrs, f);
     return;
   }
   std::array<const void*, N> ptrs;
