@@ -1,7 +1,7 @@
 """A transformers Llama training step with RMSNorm, the SwiGLU gate and the rotary embedding
 on Backplane ops, against the untouched model with the same weights, in one process:
 gradients first (equal within the dtype's tolerance, none missing), then the step time
-(forward, backward, AdamW; CUDA events, median) and the GPU time per step (the profiler's
+(forward, backward, AdamW; CUDA events, median, the two models timed in alternation) and the GPU time per step (the profiler's
 kernel time), eager and under torch.compile. Apply a selection file (`backplane tune --mode
 compile`) with --selection, or none for the plugins alone.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import statistics
 import sys
 import types
 
@@ -126,6 +127,50 @@ def check_compiled_gradients(reference, ours, forward_ours, ids, dtype) -> None:
     print(f"compiled gradients equal the eager untouched model's within {tol} (largest difference {worst:.2e})")
 
 
+def interleaved_step_ms(steps, repeats: int, warmup: int = 5) -> list[float]:
+    """Median CUDA-event time of each step function, timed in alternation (one call of
+    each per round), so drift in clocks or host load falls on all of them alike."""
+    for step in steps:
+        for _ in range(warmup):
+            step()
+    times = [[] for _ in steps]
+    for _ in range(repeats):
+        for step, t in zip(steps, times):
+            t.append(median_step_ms(step, 1, 0))
+    return [statistics.median(t) for t in times]
+
+
+def print_host_profile(name: str, step, steps: int = 5, top: int = 12) -> dict[str, int]:
+    """The host side of `steps` steps: the profiler's CPU events with the most self time.
+    Returns the GPU kernels launched a step, by name, with their counts."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    averages = prof.key_averages()
+    host = sorted((e for e in averages if e.self_cpu_time_total > 0), key=lambda e: e.self_cpu_time_total,
+                  reverse=True)
+    total = sum(e.self_cpu_time_total for e in host) / 1000 / steps
+    print(f"host profile, {name}: {total:.3f} ms of CPU self time a step, {sum(e.count for e in host) // steps} "
+          f"events a step; the {top} largest (ms a step, calls a step):")
+    for e in host[:top]:
+        print(f"  {e.self_cpu_time_total / 1000 / steps:8.3f} {e.count // steps:6d}  {e.key[:90]}")
+    return {e.key: e.count // steps for e in averages if e.self_device_time_total > 0 and e.self_cpu_time_total == 0}
+
+
+def print_kernel_difference(kernels: list[dict[str, int]]) -> None:
+    """The GPU kernels whose launches a step differ between the two models."""
+    theirs, ours = kernels
+    print(f"GPU kernels a step: PyTorch {sum(theirs.values())}, Backplane {sum(ours.values())}; those that differ "
+          "(PyTorch, Backplane, name):")
+    for name in sorted(set(theirs) | set(ours)):
+        if theirs.get(name, 0) != ours.get(name, 0):
+            print(f"  {theirs.get(name, 0):4d} {ours.get(name, 0):4d}  {name[:100]}")
+
+
 def gpu_ms(step, steps: int = 5) -> float:
     """Kernel time per step: the profiler's CUDA self time over `steps` steps."""
     from torch.profiler import ProfilerActivity, profile
@@ -146,6 +191,8 @@ def main(argv=None) -> int:
     p.add_argument("--selection", help="a selection file to apply (backplane tune writes one)")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--modes", default="eager,compile")
+    p.add_argument("--host-profile", action="store_true",
+                   help="also print each step's largest host-side (CPU) profiler events")
     args = p.parse_args(argv)
     backplane.load("cuda", selection=args.selection)
     dtype = getattr(torch, args.dtype)
@@ -161,10 +208,13 @@ def main(argv=None) -> int:
         if compiled:
             check_compiled_gradients(reference, ours, our_forward, ids, dtype)
         steps = [ref_step, our_step]
-        ms = [median_step_ms(s, args.repeats) for s in steps]
+        ms = interleaved_step_ms(steps, args.repeats)
         gpu = [gpu_ms(s) for s in steps]
         print(f"{mode:8} step: PyTorch {ms[0]:.3f} ms, Backplane {ms[1]:.3f} ms ({ms[0] / ms[1]:.3f}x); GPU time "
               f"per step: PyTorch {gpu[0]:.3f} ms, Backplane {gpu[1]:.3f} ms ({gpu[1] / gpu[0]:.3f} of PyTorch's)")
+        if args.host_profile:
+            print_kernel_difference([print_host_profile(f"{mode} {name}", s)
+                                     for name, s in zip(("PyTorch", "Backplane"), steps)])
     if "compile" in args.modes:
         chosen = {}
         for r in backplane.compile.resolutions():

@@ -14,7 +14,7 @@ export PYTHONPATH=$PWD/python BACKPLANE_LIB_DIR=$PWD/build/lib
 t0=$SECONDS
 "$bin" tune --backends cuda --mode compile --dtypes float32,bfloat16 --out "$out/selection.yaml" 2>&1 | tee "$out/tune.txt"
 echo "tune --mode compile: $(( SECONDS - t0 )) s" | tee -a "$out/tune.txt"
-"$bin" --selection "$out/selection.yaml" bench --backends cuda --cuda-graph --mode compile \
+"$bin" bench --selection "$out/selection.yaml" --backends cuda --cuda-graph --mode compile \
   --json "$out/bench.json" 2>&1 | tee "$out/bench.txt"
 if "$python" -c "import transformers" 2>/dev/null; then
   for size in small 8b; do
