@@ -22,7 +22,10 @@ rule, `repetitions` times: wall clock on cpu, CUDA events on cuda, or (cuda_grap
 only) replays of the compiled step recorded in a CUDA graph.
 
 Limits: forward only; the producer writes a fresh contiguous tensor, so a preset's layout
-(transposed, strided) reaches the op only as Inductor lays out the producer's output;
+(transposed, strided) reaches the op only as Inductor lays out the producer's output. Presets
+of the same sizes that differ only in layout (add's 1M_transposed and 1M_sliced) are
+therefore one compiled step: it is compiled and timed once and its figures stand for each
+(the registry's 43 presets of ops `inductor` can serve are 39 steps);
 devices cpu and cuda (keys CPU and CUDA); the inputs are those of the engine's rows
 (inputs.py).
 """
@@ -76,6 +79,7 @@ def measure(ops, plugins: dict[str, str], dtypes: list[str], shapes: str, rule, 
     import backplane
 
     cells: dict = {}
+    timed: dict = {}  # one compiled step per (op, key, dtype, the preset's sizes, candidate)
     forcing = _Forcing()
     try:
         work = [(op, key, preset, dtype, candidates_of(op, key, plugins, dtype))
@@ -93,13 +97,21 @@ def measure(ops, plugins: dict[str, str], dtypes: list[str], shapes: str, rule, 
                 progress(done, len(work), f"{op.name} {label} {dtype}")
             found = group.by_cell.setdefault((label, dtype), {})
             for candidate in candidates:
-                found[candidate] = _timed(op, key, preset, dtype, candidate, forcing, rule, repetitions, cuda_graph,
-                                          backplane)
+                step = (op.name, key, dtype, _sizes_of(preset), candidate)
+                if step not in timed:
+                    timed[step] = _timed(op, key, preset, dtype, candidate, forcing, rule, repetitions, cuda_graph,
+                                         backplane)
+                found[candidate] = timed[step]
         if progress:
             progress(len(work), len(work), "")
     finally:
         forcing.close()
     return cells
+
+
+def _sizes_of(preset: dict) -> str:
+    """A preset's arguments without its layout: the step the producer makes of it."""
+    return repr(sorted(preset["args"].items()))
 
 
 def _timed(op, key, preset, dtype, candidate, forcing, rule, repetitions, cuda_graph, backplane) -> Timing:

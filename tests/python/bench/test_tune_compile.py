@@ -47,3 +47,21 @@ def test_tune_compile_on_cpu_times_cpu_and_inductor_and_the_core_reads_the_file(
         assert backplane.apply_selection(out) == str(out)
     finally:
         backplane.apply_selection(before or None)
+
+
+def test_presets_of_the_same_sizes_in_other_layouts_are_one_compiled_step(monkeypatch):
+    # The producer (x + 0.5) writes a fresh contiguous tensor, so a transposed and a strided
+    # preset of one size are the same compiled program: timed once, figures shared.
+    calls = []
+
+    def fake_timed(op, key, preset, dtype, candidate, *rest):
+        calls.append((preset["name"], candidate))
+        return tune_compile.Timing((1.0, 1.0, 1.0), "", "compile")
+
+    monkeypatch.setattr(tune_compile, "_timed", fake_timed)
+    cells = tune_compile.measure([OPS["add"]], {"cpu": "CPU"}, ["float32"], "1M_transposed,1M_sliced,1M_elements",
+                                 rule=None, repetitions=3)
+    timed = sorted(name for name, _ in calls)
+    assert timed == ["1M_elements", "1M_elements", "1M_transposed", "1M_transposed"], calls
+    by_cell = cells[("add", "CPU")].by_cell
+    assert by_cell[("1M_sliced", "float32")] == by_cell[("1M_transposed", "float32")]
