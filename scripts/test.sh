@@ -27,6 +27,9 @@ t0=$SECONDS
 # torch's "accelerator" (torch.accelerator, default pin_memory device), which the
 # CUDA tests must not see.
 npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py among them
+# The Triton plugin's kernel tests set TRITON_INTERPRET=1 (Triton's CPU interpreter) for
+# their whole process, which no other test may run under: a process of their own too.
+triton_tests=(tests/python/triton)
 # With pytest-xdist (setup installs it where it can), tests run on three workers per four
 # cores, at least 2 and at most 12, and the npu process beside them; an AOTI package that
 # several tests share is compiled once per run by whichever worker needs it first
@@ -64,15 +67,20 @@ if (( ${#parallel[@]} )); then
   npu_log=$(mktemp)
   "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$npu_log" 2>&1 & npu_pid=$!
   status=0
-  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" "${npu_tests[@]/#/--ignore=}" || status=$?
+  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" \
+    "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}" || status=$?
   npu_status=0
   wait "$npu_pid" || npu_status=$?
   echo "--- npu tests (run beside the others):"
   cat "$npu_log"
   rm -f "$npu_log"
+  echo "--- Triton plugin kernels under Triton's interpreter:"
+  triton_status=0
+  "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${parallel[@]}" || triton_status=$?
   echo "[test] pytest: $(( SECONDS - t0 )) s"
-  (( status == 0 && npu_status == 0 ))
+  (( status == 0 && npu_status == 0 && triton_status == 0 ))
 else
-  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}"
+  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}"
   "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
+  "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs
 fi
