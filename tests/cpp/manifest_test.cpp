@@ -1,5 +1,6 @@
 // Plugin manifests: the build writes them, the loader reads them before dlopen.
 #include "plugins/manifest.h"
+#include "plugins/version_range.h"
 #include <backplane/registry.h>
 #include <backplane/plugin_abi.h>
 
@@ -163,7 +164,7 @@ TEST(Manifest, UnknownKeyIsRefused) {
   const std::string& path = file.path();
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
                                       ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
-                                      "cxx11_abi, dispatch_key, name, ops, python_module, python_path, registration, registry, torch_abi, "
+                                      "cxx11_abi, dispatch_key, kind, name, ops, python_module, python_path, registration, registry, torch_abi, "
                                       "torch_version, version");
 }
 
@@ -212,6 +213,89 @@ TEST(Manifest, PythonSideIsOptionalAndStaysInsideThePluginDirectory) {
     const TempManifest file(cpu_manifest_plus("python_path: python\n"));
     EXPECT_EQ(manifest_error(file.path()), "bad manifest " + file.path() + ":10:14: key 'python_path' needs 'python_module'");
   }
+}
+
+// kind: triton (manifest.h): a Python package of launchers, no library.
+const char* kTritonManifest =
+    "backplane_plugin_abi: 1\nname: tk\nversion: \"0.1\"\nkind: triton\ndispatch_key: CUDA\n"
+    "python_module: backplane_tk\nops: [add, mul]\ntriton: \">=3.0,<4\"\ntorch: \">=2.11\"\n";
+
+TEST(Manifest, TritonKindNamesItsPackageOpsAndRanges) {
+  const TempManifest file(kTritonManifest);
+  const Manifest m = read_manifest(file.path());
+  EXPECT_EQ(m.kind, "triton");
+  EXPECT_EQ(m.python_module, "backplane_tk");
+  EXPECT_EQ(m.ops, (std::vector<std::string>{"add", "mul"}));
+  EXPECT_EQ(m.triton_versions, ">=3.0,<4");
+  EXPECT_EQ(m.torch_versions, ">=2.11");
+  EXPECT_EQ(manifest_incompatibility(m, "tk"), std::nullopt);
+  const TempManifest again(manifest_to_yaml(m));
+  const Manifest back = read_manifest(again.path());
+  EXPECT_EQ(back.kind, "triton");
+  EXPECT_EQ(back.triton_versions, m.triton_versions);
+  EXPECT_EQ(back.ops, m.ops);
+  // No kind is a library, as every manifest written before kinds existed.
+  EXPECT_EQ(read_manifest(cpu_manifest_path()).kind, "shared_library");
+  const TempManifest explicit_library(cpu_manifest_plus("kind: shared_library\n"));
+  EXPECT_EQ(read_manifest(explicit_library.path()).kind, "shared_library");
+}
+
+TEST(Manifest, TritonKindIsCheckedAgainstThisTorch) {
+  const TempManifest file(kTritonManifest);
+  Manifest m = read_manifest(file.path());
+  m.torch_versions = ">=99.0";
+  EXPECT_EQ(manifest_incompatibility(m, "tk"), "supports torch >=99.0, this process runs torch " + torch_major_minor());
+  m.torch_versions = "<2.0";
+  EXPECT_NE(manifest_incompatibility(m, "tk"), std::nullopt);
+}
+
+TEST(Manifest, TritonKindRefusesWhatIsNotItsOwn) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kTritonManifest;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  {
+    const TempManifest file(with("dispatch_key: CUDA", "dispatch_key: CPU"));
+    EXPECT_EQ(manifest_error(file.path()), "bad manifest " + file.path() + ":5:15: a plugin of kind triton serves "
+                                           "dispatch key CUDA (what Triton compiles for here), found 'CPU'");
+  }
+  {
+    const TempManifest file(with("python_module: backplane_tk\n", ""));
+    EXPECT_NE(manifest_error(file.path()).find("missing key 'python_module' (the package whose kernels() gives its "
+                                               "launchers: a plugin of kind triton has no library)"),
+              std::string::npos)
+        << manifest_error(file.path());
+  }
+  {
+    const TempManifest file(with("triton: \">=3.0,<4\"", "triton: \"3.0\""));
+    EXPECT_EQ(manifest_error(file.path()),
+              "bad manifest " + file.path() + ":8:9: key 'triton': '3.0' is not a clause such as >=2.11 (an operator "
+              ">=, >, <=, <, == or != and a version of one to three whole numbers, clauses separated by ',')");
+  }
+  {
+    const TempManifest file(std::string(kTritonManifest) + "cxx11_abi: true\n");
+    EXPECT_NE(manifest_error(file.path()).find("unknown triton manifest key 'cxx11_abi'"), std::string::npos)
+        << manifest_error(file.path());
+  }
+  {
+    const TempManifest file(with("kind: triton", "kind: wasm"));
+    EXPECT_EQ(manifest_error(file.path()),
+              "bad manifest " + file.path() + ":4:7: key 'kind' should be shared_library or triton, found 'wasm'");
+  }
+}
+
+TEST(VersionRange, ClausesAllHold) {
+  EXPECT_TRUE(version_in_range("3.8.0", ">=3.0,<4"));
+  EXPECT_TRUE(version_in_range("2.14.1+cu130", ">=2.11"));
+  EXPECT_TRUE(version_in_range("2.14", "==2.14.0"));
+  EXPECT_TRUE(version_in_range("3.5.0a0", ">=3.5, !=3.6"));
+  EXPECT_FALSE(version_in_range("4.0", ">=3.0,<4"));
+  EXPECT_FALSE(version_in_range("2.9", ">=2.11")) << "compared as numbers, not text";
+  EXPECT_FALSE(version_in_range("", ">=0")) << "no version lies in any range";
+  for (const char* bad : {"", "3.0", ">=", ">=3.x", ">=1.2.3.4", ">=3,", "~=3.0"})
+    EXPECT_NE(version_range_error(bad), std::nullopt) << bad;
+  EXPECT_THROW(version_in_range("3.0", "3.0"), std::invalid_argument);
 }
 
 }  // namespace

@@ -14,6 +14,16 @@
 namespace backplane {
 
 struct BACKPLANE_API Manifest {
+  // What the plugin is. "shared_library" (the default, and what a manifest without `kind`
+  // is): libbackplane_<name>.so beside this file, opened with dlopen. "triton": no library;
+  // its kernels are Python launchers that its package (python_module) returns from
+  // kernels(), offered to the core by the Python bridge (python/src/python_kernels.cpp).
+  // A triton manifest has name, version, dispatch_key (CUDA), python_module (python_path
+  // optional), ops, and the ranges `triton` and `torch`; none of the library's keys
+  // (torch_version, cxx11_abi, torch_abi, registration, registry).
+  std::string kind = "shared_library";
+  std::string triton_versions;  // kind triton: the Triton releases it runs under (version_range.h)
+  std::string torch_versions;   // kind triton: the torch releases it runs under
   int plugin_abi = 0;
   std::string name;          // "cpu"
   std::string version;       // the plugin's version
@@ -51,7 +61,8 @@ BACKPLANE_API std::string manifest_to_yaml(const Manifest& manifest);
 
 // Why this manifest cannot be loaded by this core, naming both sides' versions;
 // nullopt when it can. A full-ABI plugin: the same torch major.minor and C++ ABI flag as
-// this process. A stable-ABI plugin: this torch is its torch_version or later.
+// this process. A stable-ABI plugin: this torch is its torch_version or later. A triton
+// plugin: this torch lies in its `torch` range (Triton's range is Python's to check).
 BACKPLANE_API std::optional<std::string> manifest_incompatibility(const Manifest& manifest, const std::string& expected_name);
 
 // libbackplane_<name>.so and libbackplane_<name>.manifest.yaml
