@@ -400,6 +400,37 @@ TEST(Loader, DiscoveryRecordsBrokenPluginsAndLoadsTheRest) {
   expect_contains(by_name["stale"].reason, "built against torch 1.13");
 }
 
+// A manifest with no library beside it: kind triton is a Python package, which this
+// process (no Python bridge, as in the C++ command) lists and refuses as unavailable; a
+// lone manifest of kind shared_library is a library gone missing.
+TEST(Loader, LoneManifestsAreTritonPluginsOrMissingLibraries) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/" + manifest_file_name("tk"))
+      << "backplane_plugin_abi: 1\nname: tk\nversion: \"0.1\"\nkind: triton\ndispatch_key: CUDA\n"
+         "python_module: backplane_tk\nops: [add]\ntriton: \">=3.0\"\ntorch: \">=2.0\"\n";
+  Manifest gone = read_manifest(kPlugins + "/" + manifest_file_name("cpu"));
+  gone.name = "gone";
+  std::ofstream(dir.path() + "/" + manifest_file_name("gone")) << manifest_to_yaml(gone);
+  std::map<std::string, BackendRecord> by_name;
+  for (const auto& r : backends(in(dir.path()))) by_name[r.name] = r;
+  ASSERT_EQ(by_name.count("tk"), 1u);
+  EXPECT_EQ(by_name["tk"].status, BackendStatus::Unavailable);
+  EXPECT_EQ(by_name["tk"].kind, "triton");
+  EXPECT_EQ(by_name["tk"].path, dir.path() + "/" + manifest_file_name("tk"));
+  expect_contains(by_name["tk"].reason, "its kernels are Python launchers from package 'backplane_tk'");
+  expect_contains(by_name["tk"].reason, "this process has no Python bridge");
+  ASSERT_EQ(by_name.count("gone"), 1u);
+  EXPECT_EQ(by_name["gone"].status, BackendStatus::Rejected);
+  expect_contains(by_name["gone"].reason, "no plugin library " + dir.path() + "/libbackplane_gone.so beside its manifest");
+  try {
+    load("tk", in(dir.path()));
+    FAIL() << "loaded";
+  } catch (const BackendError& e) {
+    expect_contains(e.what(), "backend 'tk' unavailable (");
+    expect_contains(e.what(), "this process has no Python bridge");
+  }
+}
+
 TEST(Loader, ListingDoesNotOpenPlugins) {
   const auto records = backends();
   bool saw_cpu = false;

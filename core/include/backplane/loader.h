@@ -5,6 +5,7 @@
 
 #include <backplane/export.h>
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +19,10 @@ enum class BackendStatus {
   Available,  // found on the search path, manifest compatible, not opened
   Rejected,   // found, but its manifest says it cannot work here; never opened
   Failed,     // opening it failed (dlerror says why)
+  // Found and compatible, but what its kernels need is missing here (kind triton: the
+  // triton module, a device Triton targets for its key, or Python itself in the C++
+  // command); never opened, and a later load tries again.
+  Unavailable,
 };
 BACKPLANE_API const char* to_string(BackendStatus status);
 
@@ -38,6 +43,12 @@ struct BackendRecord {
   // torch_target and later.
   std::string torch_abi = "full";
   std::string torch_target;  // the torch it was built for ("2.14"), or, stable, the oldest it runs under
+  // "shared_library", or "triton": no library (path is its manifest); its kernels are
+  // Python launchers from python_module, and torch_target and triton_versions are the
+  // version ranges its manifest supports. Loaded under TRITON_INTERPRET=1, it serves CPU
+  // and reason says so.
+  std::string kind = "shared_library";
+  std::string triton_versions;
 };
 
 // A backend that was named and could not be loaded. what() says what was tried and why.
@@ -96,6 +107,33 @@ namespace detail {
 // while the plugin counts as loading; the manifest tool, to learn its ops. Why it
 // failed, or nullopt.
 BACKPLANE_API std::optional<std::string> init_stable_plugin(void* handle);
+
+// Where a plugin of a kind other than shared_library can serve here: the dispatch key
+// its kernels register for (its manifest's; CPU under Triton's interpreter) and a note
+// for its record's reason, or, when `unavailable` is set, why it cannot.
+struct KindTarget {
+  std::string dispatch_key;
+  std::string note;
+  std::string unavailable;
+};
+
+// A plugin kind whose kernels come from another runtime than a library (`kind: triton`:
+// Python launchers). The Python bridge (python/src/python_kernels.cpp) sets the triton
+// one when `import backplane` runs; in a process without one (the C++ command) such a
+// plugin is listed, and refused by name, as unavailable. Both functions run with the
+// loader's mutex held, on the loading thread; they must not wait for a thread that
+// waits for the loader (the bridge takes the GIL: every Python entry to the loader
+// releases it first, as ctypes does).
+struct KindOpener {
+  // `opening` false: a listing, which must not run the plugin's code (as a library is not
+  // dlopen'ed to be listed): only what can be told without importing it. True: a load.
+  std::function<KindTarget(const BackendRecord&, bool opening)> target;
+  // Offers its kernels through offer_kernel (kernel.h) while the plugin counts as being
+  // loaded, so the manifest's contract and the per-op selection apply as to a library's;
+  // returns why it failed, or nullopt.
+  std::function<std::optional<std::string>(const BackendRecord&)> offer;
+};
+BACKPLANE_API void set_kind_opener(const std::string& kind, KindOpener opener);
 }  // namespace detail
 
 }  // namespace backplane

@@ -103,6 +103,8 @@ std::string backend_record(const BackendRecord& r) {
       .str("registry", r.registry)
       .str("torch_abi", r.torch_abi)
       .str("torch_target", r.torch_target)
+      .str("kind", r.kind)
+      .str("triton_versions", r.triton_versions)
       .done();
 }
 

@@ -2,6 +2,7 @@
 #include <backplane/loader.h>
 #include "plugins/manifest.h"
 
+#include "plugins/kind_openers.h"
 #include "plugins/plugin_discovery.h"
 #include "plugins/plugin_inspection.h"
 #include "plugins/plugin_opening.h"
@@ -19,6 +20,7 @@ const char* to_string(BackendStatus status) {
     case BackendStatus::Available: return "available";
     case BackendStatus::Rejected: return "rejected";
     case BackendStatus::Failed: return "failed";
+    case BackendStatus::Unavailable: return "unavailable";
   }
   return "unknown";
 }
@@ -80,7 +82,7 @@ class Loader {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::map<std::string, BackendRecord> all = records_;
     for (const auto& [name, path] : detail::discover_plugins(plugin_search_path(options)))
-      if (!all.count(name)) all[name] = detail::inspect_plugin(name, path, records_);
+      if (!all.count(name) || all[name].status == BackendStatus::Unavailable) all[name] = inspect(name, path, false);
     std::vector<BackendRecord> out;
     for (auto& [_, record] : all) out.push_back(std::move(record));
     return out;
@@ -93,10 +95,25 @@ class Loader {
     return names.empty() ? "; no plugins there" : "; found plugins: " + join(names);
   }
 
+  // inspect_plugin, and for a plugin that is no library, where it can serve here
+  // (kind_openers.h): Unavailable where it cannot. `opening`: for a load; a listing runs
+  // none of the plugin's code.
+  BackendRecord inspect(const std::string& name, const std::string& plugin_path, bool opening,
+                        std::optional<Fragment>* fragment = nullptr) {
+    BackendRecord record = detail::inspect_plugin(name, plugin_path, records_, fragment);
+    if (record.status == BackendStatus::Available && record.kind != "shared_library")
+      record = detail::with_kind_target(std::move(record), opening);
+    return record;
+  }
+
   BackendRecord open(const std::string& name, const std::string& plugin_path) {
     std::optional<Fragment> fragment;
-    BackendRecord record = detail::inspect_plugin(name, plugin_path, records_, &fragment);
+    BackendRecord record = inspect(name, plugin_path, true, &fragment);
     if (record.status != BackendStatus::Available) return record;
+    if (record.kind != "shared_library") {
+      const std::optional<detail::KindOpener> kind = detail::find_kind_opener(record.kind);
+      return opener_.open_kind(std::move(record), *kind);  // with_kind_target found it
+    }
     return opener_.open(std::move(record), fragment);
   }
 

@@ -75,10 +75,20 @@ BackendRecord inspect_plugin(const std::string& name, const std::string& plugin_
   } catch (const std::exception& e) {
     return reject(e.what());
   }
+  const bool lone_manifest = plugin_path == manifest_path;  // no library beside it (plugin_discovery.h)
+  if (manifest.kind == "shared_library" && lone_manifest)
+    return reject("no plugin library " + join_path(parent_dir(plugin_path), plugin_file_name(name)) +
+                  " beside its manifest (kind shared_library); a plugin that is no library says kind: triton");
+  if (manifest.kind != "shared_library" && !lone_manifest)
+    return reject("its manifest " + manifest_path + " says kind " + manifest.kind + " (no library), but " +
+                  record.path + " is beside it: remove the one that does not belong");
+  record.kind = manifest.kind;
+  record.triton_versions = manifest.triton_versions;
+  if (manifest.kind == "triton") record.torch_target = manifest.torch_versions;
   record.version = manifest.version;
   record.dispatch_key = manifest.dispatch_key;
   record.torch_abi = manifest.torch_abi;
-  record.torch_target = manifest.torch_version;
+  if (manifest.kind == "shared_library") record.torch_target = manifest.torch_version;
   record.ops = manifest.ops;
   if (!manifest.python_module.empty()) {
     record.python_module = manifest.python_module;

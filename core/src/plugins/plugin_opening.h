@@ -22,6 +22,10 @@ class PluginOpener {
   // with why. Never closes a library, whatever went wrong.
   BackendRecord open(BackendRecord record, const std::optional<Fragment>& fragment);
 
+  // The same for a plugin of another kind (record as with_kind_target gave it, Available):
+  // its opener offers its kernels while it counts as loading (plugin_kind_opening.cpp).
+  BackendRecord open_kind(BackendRecord record, const KindOpener& opener);
+
   // Whether `name` was dlopen'ed in this process: reopening would return the same handle
   // without running its registrations again, so it would pass for loaded.
   bool opened(const std::string& name) const { return opened_.count(name) > 0; }

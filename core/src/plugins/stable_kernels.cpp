@@ -137,26 +137,14 @@ class StableKernel final : public c10::OperatorKernel {
     const size_t n = kinds_.size();
     auto args = torch::jit::last(*stack, n);
     std::vector<at::Tensor> outs;
-    bool nothing_to_do = false;
-    if (writes_) {
-      nothing_to_do = has_no_elements(contract_.check(args));
-    } else {
-      outs = outputs_ == 1 ? std::vector<at::Tensor>{contract_.new_output(args)} : contract_.new_outputs(args);
-      nothing_to_do = std::all_of(outs.begin(), outs.end(), [](const at::Tensor& t) { return t.numel() == 0; });
-    }
-    if (!nothing_to_do) call(args, outs);
+    if (boxed_contract(contract_, writes_, outputs_, args, outs)) call(args, outs);
     torch::jit::drop(*stack, n);
     for (auto& out : outs) stack->emplace_back(std::move(out));
   }
 
  private:
   void call(c10::ArrayRef<c10::IValue> args, std::vector<at::Tensor>& outs) const {
-    std::optional<c10::Device> device;
-    for (const auto& a : args)
-      if (a.isTensor() && a.toTensor().defined()) {
-        device = a.toTensor().device();
-        break;
-      }
+    const std::optional<c10::Device> device = first_boxed_device(args);
     const auto guard = device_guard(device);
     BackplaneStableCall ctx{sizeof(BackplaneStableCall), 0, -1, nullptr};
     if (device) {

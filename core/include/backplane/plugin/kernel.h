@@ -88,6 +88,24 @@ inline bool has_no_elements(c10::ArrayRef<c10::SymInt> sizes) {
   return false;
 }
 
+// A boxed kernel's part of the wrapper (stable_kernels.cpp, the Python bridge of kind
+// triton): runs the op's contract on its arguments and allocates its `outputs` new outputs
+// into `outs` (none for an op that writes: `writes`). Returns whether anything is left to
+// compute (false when every output, or the written argument, is empty).
+inline bool boxed_contract(const OpContract& contract, bool writes, size_t outputs, c10::ArrayRef<c10::IValue> args,
+                           std::vector<at::Tensor>& outs) {
+  if (writes) return !has_no_elements(contract.check(args));
+  outs = outputs == 1 ? std::vector<at::Tensor>{contract.new_output(args)} : contract.new_outputs(args);
+  return std::any_of(outs.begin(), outs.end(), [](const at::Tensor& t) { return t.numel() > 0; });
+}
+
+// The device of the first defined Tensor among boxed arguments, for the device guard.
+inline std::optional<c10::Device> first_boxed_device(c10::ArrayRef<c10::IValue> args) {
+  for (const auto& a : args)
+    if (a.isTensor() && a.toTensor().defined()) return a.toTensor().device();
+  return std::nullopt;
+}
+
 // Function templates rather than class specializations on the signature: nvcc's front
 // end does not match a partial specialization whose parameters include a class-type
 // template argument (OpName).
