@@ -70,7 +70,10 @@ def probe_first(names, found: list[dict], lib_dir) -> list[str]:
     lib directory nothing is probed (the load decides, as when `backplane list` cannot
     start its child)."""
     wanted = {n.strip() for name in names for n in name.split(",")}
-    records = {r["name"]: r for r in found if r["name"] in wanted and r["status"] == "available"}
+    # A plugin of kind triton is no library: there is no dlopen to try in a child, and the
+    # bridge turns whatever its package raises into a reason, so it is not probed.
+    records = {r["name"]: r for r in found if r["name"] in wanted and r["status"] == "available"
+               and r.get("kind", "shared_library") == "shared_library"}
     command = Path(lib_dir).parent / "bin" / "backplane"
     if not records or not command.is_file():
         return list(names)

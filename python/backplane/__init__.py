@@ -29,6 +29,7 @@ from ._native import BackendError, BackendNameError, core, lib_dir
 from backplane_plugins import add_entry_point_plugins, probe_first
 
 from . import compile, fast_call, sharding  # noqa: A004  (backplane.compile: selection under torch.compile)
+from . import triton_kind
 from .plugin_python import plugin_module
 from .registry_samples import sample_call, sample_values
 from .selection import Serving, apply_selection, preferences, prefer, selection_file, serving
@@ -43,8 +44,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Backend:
     name: str
-    status: str  # loaded | available | rejected | failed
-    reason: str  # why rejected or failed; empty otherwise
+    status: str  # loaded | available | rejected | failed | unavailable (kind triton: no Triton, no device)
+    reason: str  # why not loaded; empty otherwise (a loaded triton plugin under TRITON_INTERPRET=1 says so)
     path: str
     version: str
     dispatch_key: str
@@ -53,7 +54,9 @@ class Backend:
     python_path: str = ""
     registry: str = ""  # its registry fragment: the plugin's own ops (docs/vendor-ops.md)
     torch_abi: str = "full"  # "stable": built on PyTorch's stable ABI, runs under torch_target and later
-    torch_target: str = ""  # the torch it was built for, or (stable) the oldest it runs under
+    torch_target: str = ""  # the torch it was built for, or (stable) the oldest it runs under; triton: a range
+    kind: str = "shared_library"  # or "triton": a Python package of launchers, path is its manifest (triton_kind.py)
+    triton_versions: str = ""  # kind triton: the Triton releases it supports
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,9 @@ def load(*names: str, path: str | None = None, selection: str | os.PathLike | No
 
     Searched: the installed plugins (beside libbackplane_core.so), then `path` (a colon
     list), then BACKPLANE_PLUGIN_PATH and the plugin packages installed through the
-    `backplane.plugins` entry-point group. Loading
+    `backplane.plugins` entry-point group. A plugin of kind triton (a Python package of
+    launchers, triton_kind.py) loads the same way; where Triton or its device is missing it
+    is `unavailable` and load raises BackendError with the reason. Loading
     is idempotent. Raises BackendError naming what was searched and why it failed;
     BackendNameError (also a ValueError) for a name that is not a plain identifier.
     """
@@ -153,7 +158,11 @@ def _autoload() -> None:
     every plugin found that can load; a broken plugin is recorded, never raised here."""
     if _BACKENDS_VARIABLE in os.environ:
         return  # loaded below, at import
-    for name in _probe_first(*(r["name"] for r in core().backends() if r["status"] == "available")):
+    # Not plugins of kind triton: loading one imports Triton and its package, which inside
+    # `import torch` may import torch half-imported. They load where named (load(),
+    # BACKPLANE_BACKENDS).
+    libraries = [r["name"] for r in core().backends() if r["status"] == "available" and r["kind"] == "shared_library"]
+    for name in _probe_first(*libraries):
         try:
             load(name)
         except BackendError:
@@ -226,13 +235,15 @@ def _cmake_prefix_path() -> str | None:
 
 
 def info() -> dict:
-    """Core version, the torch it was built for, plugin ABI, the plugin search path, and
-    whether ops are called through the fast path (fast_call.py): "on" or "off: <why>"."""
-    return {**core().info(), "fast_call": fast_call.status()}
+    """Core version, the torch it was built for, plugin ABI, the plugin search path,
+    whether ops are called through the fast path (fast_call.py): "on" or "off: <why>", and
+    whether plugins of kind triton can load (triton_kind.py): "on" or why not."""
+    return {**core().info(), "fast_call": fast_call.status(), "triton_plugins": triton_kind.status()}
 
 
 add_entry_point_plugins()  # plugins installed as their own Python packages
 core()  # importing backplane defines torch.ops.backplane.* and torch.classes.backplane.*
+triton_kind.install()  # plugins of kind triton: their launchers reach the core through this bridge
 _rows = core().ops()  # the registry's ops, read once for both installs
 fast_call.install(_rows)
 sharding.install(_rows)  # DTensor strategies from the registry (docs/distributed.md)

@@ -15,8 +15,6 @@ Off with BACKPLANE_FAST_CALL=0; status() says whether it is on, and why not.
 """
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import inspect
 import os
 
@@ -31,20 +29,12 @@ def _extension():
     global _native, _status
     if _native is not None:
         return _native
-    from ._native import lib_dir
+    from .extensions import load_extension
 
-    directory = lib_dir()
-    candidates = (directory / f"_fast_call{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES)
-    found = [path for path in candidates if path.is_file()]
-    if not found:
-        _status = (f"off: no _fast_call extension in {directory} for this Python (the build found no Python "
-                   "headers; install python3-dev and rebuild)")
-        return None
-    spec = importlib.util.spec_from_file_location("backplane._fast_call", found[0])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    _native = module
-    return module
+    _native, why = load_extension("_fast_call")
+    if _native is None:
+        _status = f"off: {why}"
+    return _native
 
 
 def _fast_subclass(base: type, qualified: str, fast) -> type:

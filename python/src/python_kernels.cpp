@@ -1,0 +1,253 @@
+// backplane._python_kernels: the bridge that lets a plugin of kind triton (manifest.h) serve
+// registry ops with Python launchers. `import backplane` calls install(), which sets the
+// core's opener for the kind (loader.h, detail::KindOpener); the core's loader then asks it,
+// as it would dlopen a library, where the plugin can serve and to offer its kernels.
+//
+// Each launcher becomes a boxed kernel of this module's, offered through the core's
+// detail::offer_kernel, so the core keeps what it owns for every plugin: the manifest's
+// contract at registration, the schema, and the per-op, per-size selection between plugins
+// serving one device (selection files, BACKPLANE_PREFER, backplane.prefer). Per call the
+// kernel runs the op's OpContract (dtypes, devices, shape rule: the core's messages),
+// allocates the outputs, returns at once when they are empty, holds a device guard for the
+// tensors' device, takes the GIL, converts the IValues to Python objects and calls
+// launcher(out..., *arguments) (launcher(*arguments) for an op that writes an argument).
+//
+// Why an extension rather than the core: converting IValues to Python objects is
+// libtorch_python's (torch::jit::toPyObject), and the core must stay free of Python (the C++
+// command, the AOTInductor runner and C++ hosts link it without an interpreter). Like
+// _fast_call it is built per Python version, where Python's headers are found; without it a
+// triton plugin is listed as unavailable, with that reason.
+//
+// Listing runs none of a plugin's code (target() with opening false: no import), as listing
+// never dlopens a library; loading imports Triton and the package.
+//
+// The GIL. A kernel takes it with no lock of ours held (the dispatcher and the selection's
+// selector hold none while a kernel runs) and only then calls Python. The loader calls
+// target()/offer() with its own mutex held, so no thread may hold the GIL while waiting for
+// the loader's mutex: every Python entry to the loader goes through ctypes (CDLL releases
+// the GIL for the call), and nothing here calls the loader. A kernel called after the
+// interpreter has finalized raises c10::Error instead of touching Python.
+//
+// Exceptions: a launcher's Python exception, or a result other than None, becomes a
+// c10::Error naming the op and the plugin (RuntimeError in Python). Nothing here lets an
+// exception cross into the dispatcher untyped, so the process never ends over one.
+//
+// Limits: each call costs a Python call and the conversion of its arguments (microseconds),
+// on top of the launch itself; the Python objects a kernel holds (its launcher) are never
+// released, as the dispatcher's kernels live until the process ends.
+#include <backplane/loader.h>
+#include <backplane/plugin/kernel.h>
+#include <backplane/plugin/op_contract.h>
+#include <backplane/registry.h>
+
+#include "plugins/version_range.h"
+#include "util/strings.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/csrc/utils/pybind.h>
+#include <torch/library.h>
+
+#include <Python.h>
+
+#include <algorithm>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace backplane::python_kernels {
+namespace {
+
+// Whether Python can still be called: not before it starts, nor once it is finalizing (a
+// thread taking the GIL then would hang or crash the exit).
+bool python_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+class LauncherKernel final : public c10::OperatorKernel {
+ public:
+  // launcher: a new reference, kept for the process (never released: see the top).
+  LauncherKernel(const OpDef& def, size_t arguments, std::string plugin, std::string kind, PyObject* launcher)
+      : contract_(def.qualified_name()),
+        writes_(def.writes()),
+        outputs_(def.writes() ? 0 : def.new_outputs()),
+        arguments_(arguments),
+        who_(def.qualified_name() + ": the launcher of the " + kind + " plugin '" + plugin + "'"),
+        launcher_(launcher) {}
+
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    auto args = torch::jit::last(*stack, arguments_);
+    std::vector<at::Tensor> outs;
+    if (detail::boxed_contract(contract_, writes_, outputs_, args, outs)) call(args, outs);
+    torch::jit::drop(*stack, arguments_);
+    for (auto& out : outs) stack->emplace_back(std::move(out));
+  }
+
+ private:
+  void call(c10::ArrayRef<c10::IValue> args, const std::vector<at::Tensor>& outs) const {
+    const auto guard = detail::device_guard(detail::first_boxed_device(args));
+    TORCH_CHECK(python_alive(), who_, " cannot run: Python has shut down in this process");
+    std::string error;
+    {
+      py::gil_scoped_acquire gil;
+      try {
+        py::tuple values(outs.size() + args.size());
+        size_t i = 0;
+        for (const auto& out : outs) values[i++] = torch::jit::toPyObject(c10::IValue(out));
+        for (const auto& a : args) values[i++] = torch::jit::toPyObject(a);
+        const py::object result = py::reinterpret_borrow<py::object>(launcher_)(*values);
+        if (!result.is_none())
+          error = " returned " + std::string(py::str(py::type::of(result).attr("__name__"))) +
+                  "; a launcher writes the outputs it is given and returns None";
+      } catch (py::error_already_set& e) {
+        error = " raised " + std::string(e.what());
+      } catch (const std::exception& e) {  // a conversion pybind11 could not make
+        error = " could not be called: " + std::string(e.what());
+      }
+    }
+    TORCH_CHECK(error.empty(), who_, error);
+  }
+
+  OpContract contract_;
+  bool writes_;
+  size_t outputs_;
+  size_t arguments_;
+  std::string who_;  // "backplane::add: the launcher of the triton plugin 'x'", for errors
+  PyObject* launcher_;
+};
+
+// The Python functions install() was given (new references, kept for the process).
+struct KindFunctions {
+  std::string kind;
+  PyObject* target = nullptr;     // target(record, opening) -> (dispatch_key, note, unavailable)
+  PyObject* launchers = nullptr;  // launchers(record) -> {op: launcher}
+};
+
+py::dict record_dict(const BackendRecord& r) {
+  py::dict d;
+  d["name"] = r.name;
+  d["path"] = r.path;
+  d["version"] = r.version;
+  d["dispatch_key"] = r.dispatch_key;
+  d["ops"] = r.ops;
+  d["python_module"] = r.python_module;
+  d["python_path"] = r.python_path;
+  d["kind"] = r.kind;
+  d["triton_versions"] = r.triton_versions;
+  d["torch_versions"] = r.torch_target;
+  return d;
+}
+
+std::string python_error(py::error_already_set& e) { return e.what(); }
+
+detail::KindTarget target(const KindFunctions& fns, const BackendRecord& record, bool opening) {
+  TORCH_CHECK(python_alive(), "Python has shut down in this process");
+  py::gil_scoped_acquire gil;
+  try {
+    const auto t = py::reinterpret_borrow<py::object>(fns.target)(record_dict(record), opening).cast<py::tuple>();
+    return {t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<std::string>()};
+  } catch (py::error_already_set& e) {
+    throw std::runtime_error(python_error(e));
+  } catch (const py::cast_error& e) {
+    throw std::runtime_error(std::string("the bridge's target() gave no (key, note, unavailable): ") + e.what());
+  }
+}
+
+// The ops `launchers` serves that the manifest does not list (in the package's order), and
+// those the manifest lists that it does not serve (in the manifest's).
+std::pair<std::vector<std::string>, std::vector<std::string>> mismatch(
+    const std::vector<std::pair<std::string, PyObject*>>& launchers, const std::vector<std::string>& declared) {
+  std::vector<std::string> undeclared, unserved, served;
+  for (const auto& [op, _] : launchers) {
+    const OpDef* def = find_op_def(op);
+    served.push_back(def ? def->id() : op);
+    if (std::find(declared.begin(), declared.end(), served.back()) == declared.end()) undeclared.push_back(op);
+  }
+  for (const auto& op : declared)
+    if (std::find(served.begin(), served.end(), op) == served.end()) unserved.push_back(op);
+  return {undeclared, unserved};
+}
+
+std::optional<std::string> offer(const KindFunctions& fns, const BackendRecord& record) {
+  if (!python_alive()) return std::string("Python has shut down in this process");
+  std::vector<std::pair<std::string, PyObject*>> launchers;  // new references
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      const py::dict given = py::reinterpret_borrow<py::object>(fns.launchers)(record_dict(record)).cast<py::dict>();
+      for (const auto& [op, launcher] : given) launchers.emplace_back(op.cast<std::string>(), launcher.inc_ref().ptr());
+    } catch (py::error_already_set& e) {
+      return "its package '" + record.python_module + "' gave no kernels: " + python_error(e);
+    } catch (const py::cast_error& e) {
+      return "its package '" + record.python_module + "': kernels() must return a dict of op name -> launcher (" +
+             e.what() + ")";
+    }
+  }
+  // Refused before anything is offered, naming both lists: "no list of ops but the registry"
+  // holds when the manifest says exactly what the package serves, no more (the listing of a
+  // plugin not loaded shows the manifest's ops) and no less.
+  const auto [undeclared, unserved] = mismatch(launchers, record.ops);
+  if (!undeclared.empty())
+    return "its package '" + record.python_module + "' serves [" + detail::join(undeclared) + "], which its manifest " +
+           record.path + " does not list (it lists [" + detail::join(record.ops) + "]): add them to the manifest's ops";
+  if (!unserved.empty())
+    return "its manifest " + record.path + " lists [" + detail::join(unserved) + "], which its package '" +
+           record.python_module + "' does not serve (its kernels() has no launcher for them): take them out of the "
+           "manifest's ops";
+  const c10::DispatchKey key = c10::parseDispatchKey(record.dispatch_key);
+  static std::mutex mutex;
+  static auto* libraries = new std::list<torch::Library>();  // each offer's registration lives as long
+  for (const auto& [op, launcher] : launchers) {
+    const OpDef* def = find_op_def(op);  // undeclared() found it in the manifest, which the loader checked
+    if (def == nullptr) return "its package '" + record.python_module + "' serves '" + op + "', which no registry defines";
+    const auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(def->qualified_name(), ""));
+    if (!handle) return def->qualified_name() + " is not defined in this process";
+    const size_t arguments = handle->schema().arguments().size();
+    std::lock_guard<std::mutex> lock(mutex);
+    torch::Library& m = libraries->emplace_back(torch::Library::IMPL, def->ns, key, __FILE__, __LINE__);
+    // Two kernels (offer_kernel keeps one for the selector, registers the other directly
+    // while it is the only offer); both hold the same launcher, one reference each.
+    Py_INCREF(launcher);
+    detail::offer_kernel(
+        m, def->qualified_name().c_str(), key,
+        c10::KernelFunction::makeFromBoxedFunctor(
+            std::make_unique<LauncherKernel>(*def, arguments, record.name, fns.kind, launcher)),
+        torch::CppFunction::makeFromBoxedFunctor(
+            std::make_unique<LauncherKernel>(*def, arguments, record.name, fns.kind, launcher)));
+  }
+  return std::nullopt;
+}
+
+// install(kind, target, launchers): sets the core's opener for `kind`. Called again, it
+// replaces the functions (the old ones stay referenced: a copy of the opener may run).
+void install(const std::string& kind, py::object target_fn, py::object launchers_fn) {
+  auto fns = std::make_shared<KindFunctions>();
+  fns->kind = kind;
+  fns->target = target_fn.inc_ref().ptr();
+  fns->launchers = launchers_fn.inc_ref().ptr();
+  // The opener is copied by the loader without the GIL: it captures only a shared_ptr to
+  // raw references, which copying never touches.
+  detail::set_kind_opener(kind, {[fns](const BackendRecord& r, bool opening) { return target(*fns, r, opening); },
+                                 [fns](const BackendRecord& r) { return offer(*fns, r); }});
+}
+
+}  // namespace
+}  // namespace backplane::python_kernels
+
+PYBIND11_MODULE(_python_kernels, m) {
+  m.doc() = "The bridge between the core and plugins whose kernels are Python launchers (kind: triton)";
+  m.def("install", &backplane::python_kernels::install, py::arg("kind"), py::arg("target"), py::arg("launchers"),
+        "Sets the core's opener for plugins of `kind`: target(record, opening) -> (dispatch_key, note, unavailable) and "
+        "launchers(record) -> {op: launcher}.");
+  m.def("version_in_range", &backplane::version_in_range, py::arg("version"), py::arg("range"),
+        "Whether version lies in a manifest's version range (the core's reader); ValueError for a bad range.");
+}
