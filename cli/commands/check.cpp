@@ -40,9 +40,37 @@ std::pair<std::string, int> verdict(int failures, int checked, const Unchecked& 
   return {summary, failures > 0 || missing_fails || nothing_fails ? kExitFailed : kExitOk};
 }
 
+// The named backends (arguments, --backends, BACKPLANE_BACKENDS) when one of them is a
+// plugin of kind triton: its kernels are Python launchers, which this process (no Python)
+// cannot load, so the Python side checks them all (python/backplane/check_command.py).
+std::vector<std::string> named_with_python_kernels(const Options& options) {
+  std::vector<std::string> names;
+  if (options.backends)
+    names = *options.backends;
+  else if (const char* env = std::getenv("BACKPLANE_BACKENDS"))
+    names = backend_names_from_environment(env);
+  for (const auto& record : backends(options.load))
+    if (record.kind != "shared_library" && std::count(names.begin(), names.end(), record.name)) return names;
+  return {};
+}
+
 }  // namespace
 
 int check_command(const Options& options) {
+  if (const auto names = named_with_python_kernels(options); !names.empty()) {
+    pass_common_flags_on(options);
+    std::vector<std::string> args = {"check", "--backends", join(names, ",")};
+    if (!options.ops.empty()) args.insert(args.end(), {"--ops", join(options.ops, ",")});
+    if (options.verbose) args.push_back("-v");
+    for (const auto& flag : options.rest)
+      if (flag == "--no-gradients" || flag == "--allow-missing-device") args.push_back(flag);
+    if (options.json) {
+      std::cerr << "backplane check: --json is not given for a plugin of kind triton (checked by the Python side, "
+                   "which prints the table)\n";
+      return kExitUsage;
+    }
+    return exec_python_side("check", args, "checking a plugin of kind triton, whose kernels are Python launchers");
+  }
   using conformance::Outcome;
   int failures = 0;
   int checked = 0;

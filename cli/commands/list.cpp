@@ -63,13 +63,15 @@ int list_command(const Options& options) {
   std::cout << "backplane " << core_version() << ", torch " << torch_major_minor() << ", plugin ABI " << kPluginAbi
             << "\nsearch path: " << join(plugin_search_path(options.load), ":") << "\n\n";
   const int name_width = backend_column_width(records);
-  std::cout << std::left << std::setw(name_width) << "BACKEND" << std::setw(11) << "STATUS" << std::setw(13) << "KEY"
+  std::cout << std::left << std::setw(name_width) << "BACKEND" << std::setw(13) << "STATUS" << std::setw(13) << "KEY"
             << std::setw(9) << "VERSION" << std::setw(5) << "OPS" << "PATH / REASON\n";
   for (const auto& r : records) {
-    std::cout << std::left << std::setw(name_width) << r.name << std::setw(11) << to_string(r.status) << std::setw(13)
+    std::cout << std::left << std::setw(name_width) << r.name << std::setw(13) << to_string(r.status) << std::setw(13)
               << (r.dispatch_key.empty() ? "-" : r.dispatch_key) << std::setw(9)
               << (r.version.empty() ? "-" : r.version) << std::setw(5) << r.ops.size() << r.path << "\n";
-    if (!r.reason.empty()) std::cout << std::string(name_width + 38, ' ') << "reason: " << r.reason << "\n";
+    // A plugin of kind triton (no library: a Python package) is listed from its manifest.
+    if (r.kind != "shared_library") std::cout << std::string(name_width + 40, ' ') << "kind: " << r.kind << "\n";
+    if (!r.reason.empty()) std::cout << std::string(name_width + 40, ' ') << "reason: " << r.reason << "\n";
   }
   if (records.empty()) std::cout << "(no plugins found)\n";
   return kExitOk;

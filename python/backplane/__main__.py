@@ -1,5 +1,6 @@
-"""python -m backplane list|ops|bench|tune: the same views as the C++ `backplane` command
-(bench: see backplane.bench; tune: backplane.bench.tune)."""
+"""python -m backplane list|ops|check|bench|tune: the same views as the C++ `backplane`
+command (check: backplane.check_command, which the C++ one runs for a plugin of kind
+triton; bench: see backplane.bench; tune: backplane.bench.tune)."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +15,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import bench
 
         return bench.main(argv[1:])
+    if argv[:1] == ["check"]:
+        from .check_command import main as check_main
+
+        return check_main(argv[1:])
     if argv[:1] == ["tune"]:
         from .bench import tune
 
@@ -30,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.command == "list":
         for b in backplane.backends():
-            print(f"{b.name:10} {b.status:10} {b.dispatch_key or '-':12} {len(b.ops):3} ops  {b.reason or b.path}")
+            kind = "" if b.kind == "shared_library" else f" [{b.kind}]"
+            print(f"{b.name:10} {b.status:11} {b.dispatch_key or '-':12} {len(b.ops):3} ops  {b.reason or b.path}{kind}")
     else:
         for op in backplane.ops():
             cells = " ".join(f"{name}:{'yes' if dtypes else 'MISSING'}" for name, dtypes in op.backends.items())
