@@ -47,7 +47,7 @@ commands:
           backend (or those named)
   run     MODEL.pt2 --input MODEL.io.pt: run an AOTInductor package with no Python, check it
           against the reference saved at export, report latency
-  new-backend NAME --dispatch-key KEY [--stable-abi]: write a plugin project to build out of this tree
+  new-backend NAME --dispatch-key KEY [--stable-abi] | --triton: write a plugin project out of this tree
   bench   every op on each backend beside PyTorch and copy_ (Google Benchmark); --compare, --plot
   tune    --backends a,b: time each plugin serving an op on one device, by size; write a selection file
 
@@ -88,7 +88,7 @@ const std::map<std::string, Command>& commands() {
         {"--json", "-v", "--ops", "--allow-missing-device", "--no-gradients"}, {"--ops"}, true, check_command}},
       {"new-backend",
        {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--stable-abi [--torch-target X.Y]] "
-        "[--dir DIR]",
+        "[--dir DIR]\n       backplane new-backend NAME --triton [--dir DIR]",
         "Write a plugin project for a new backend, built out of this tree against an installed Backplane:\n"
         "CMakeLists.txt (find_package(Backplane)), one kernel stub per registry op (none registered, so every\n"
         "op starts 'not implemented'), a README, a conformance test and a pyproject.toml for its own wheel.\n"
@@ -97,8 +97,10 @@ const std::map<std::string, Command>& commands() {
         "  --stable-abi         kernels on PyTorch's stable ABI (CPU or CUDA): one binary for torch X.Y and\n"
         "                       every later release; mul written as the worked example\n"
         "  --torch-target X.Y   the oldest torch it runs under (default: this Backplane's torch)\n"
+        "  --triton             a Python package of Triton kernels instead (kind triton, CUDA): add written\n"
+        "                       as the worked example, the other ops unregistered stubs; no --dispatch-key\n"
         "  --dir DIR            where to write it (default: ./NAME; must be empty or absent)",
-        {"--dispatch-key", "--dir", "--stable-abi", "--torch-target"}, {"--dispatch-key", "--dir", "--torch-target"},
+        {"--dispatch-key", "--dir", "--stable-abi", "--torch-target", "--triton"}, {"--dispatch-key", "--dir", "--torch-target"},
         true, new_backend_command}},
       {"run",
        {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] [common flags]",

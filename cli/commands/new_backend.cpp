@@ -13,6 +13,8 @@
 // files and the list). An npu file the list does not name never reaches a vendor. The other
 // files are written from cli/templates/new-backend (share/backplane/templates/new-backend):
 // each @KEY@ placeholder is replaced by its value, in one pass.
+// `backplane new-backend NAME --triton [--dir DIR]` writes a plugin of kind triton instead:
+// a Python package (templates/new-backend/triton), see write_triton_project.
 #include "cli.h"
 
 #include <backplane/plugin_abi.h>
@@ -246,7 +248,8 @@ std::optional<std::pair<int, int>> parse_major_minor(const std::string& text) {
 // refuses some when the plugin loads (a backtrace) and parses the others as its own
 // device; for any key it would read as that device. An in-tree backend's would shadow it.
 std::string reserved_name(const std::string& name) {
-  if (name == "cpu" || name == "cuda" || name == "npu") return "the name of an in-tree Backplane backend";
+  if (name == "cpu" || name == "cuda" || name == "npu" || name == "triton")
+    return "the name of an in-tree Backplane backend";
   try {
     (void)c10::Device(name);
     return "the name of a PyTorch device type (torch.device('" + name + "'))";
@@ -262,16 +265,73 @@ void write(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+// A schema name as a Python identifier: a keyword gets a trailing '_'.
+std::string py_name(const std::string& name) {
+  static const char* const keywords[] = {"False", "None", "True", "and", "as", "assert", "async", "await", "break",
+                                         "class", "continue", "def", "del", "elif", "else", "except", "finally",
+                                         "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+                                         "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+  for (const char* k : keywords)
+    if (name == k) return name + "_";
+  return name;
+}
+
+// The Triton project: NAME/ (kernels(), the manifest and its writer), one kernels/OP.py per
+// registry op (add implemented, the others unregistered stubs), pyproject.toml, README,
+// tests. The manifest lists add only: what the registered launchers are at the start,
+// which `python -m NAME.manifest` keeps it equal to afterwards (the scaffold's README).
+size_t write_triton_project(const fs::path& templates, const fs::path& root, const std::string& name) {
+  const fs::path t = templates / "triton";
+  size_t files = 0;
+  auto emit = [&](const fs::path& rel, const std::string& text) {
+    write(root / rel, text);
+    ++files;
+  };
+  // Triton: the in-tree plugin's tried range (backends/triton); torch: this Backplane's,
+  // the one the scaffold's example was checked under, as the floor.
+  const Values values = {{"NAME", name}, {"TRITON_RANGE", ">=3.6,<4"}, {"TORCH_RANGE", ">=" + torch_major_minor()}};
+  const fs::path package = name;
+  emit("pyproject.toml", from_template(t, "pyproject.toml.in", values));
+  emit("README.md", from_template(t, "README.md.in", values));
+  emit(package / "__init__.py", from_template(t, "package_init.py.in", values));
+  emit(package / "_registry.py", from_template(t, "registry.py.in", values));
+  emit(package / "manifest.py", from_template(t, "manifest.py.in", values));
+  emit(package / ("libbackplane_" + name + ".manifest.yaml"), from_template(t, "manifest.yaml.in", values));
+  emit(package / "kernels" / "__init__.py", from_template(t, "kernels_init.py.in", values));
+  emit(fs::path("tests") / ("test_" + name + ".py"), from_template(t, "test_plugin.py.in", values));
+  for (const OpDef& op : registry().ops()) {
+    Values v = values;
+    v["OP"] = py_name(op.name);
+    v["SCHEMA"] = op.schema;
+    v["DOC"] = op.doc;
+    // The bridge's call: the outputs the core allocated first, then every argument.
+    std::string params;
+    if (!op.writes())
+      for (size_t k = 0; k < op.new_outputs(); ++k)
+        params += (params.empty() ? "" : ", ") + std::string("out") + (op.new_outputs() == 1 ? "" : std::to_string(k));
+    for (const c10::Argument& arg : op.arguments) params += (params.empty() ? "" : ", ") + py_name(arg.name());
+    v["PARAMS"] = params;
+    v["CALL_NOTE"] = op.writes() ? ": it writes its Tensor(a!) argument in place"
+                     : op.new_outputs() == 1 ? ", `out` allocated by the core with the result's sizes"
+                                             : ", the outputs allocated by the core with their sizes";
+    const bool example = op.name == "add";
+    emit(fs::path(package) / "kernels" / (op.name + ".py"),
+         from_template(t, example ? "add.py.in" : "kernel.py.in", v));
+  }
+  return files;
+}
+
 }  // namespace
 
 int new_backend_command(const Options& options) {
   std::string name, key, dir, torch_target;
-  bool stable = false;
+  bool stable = false, triton = false;
   for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& arg = options.rest[i];
     if (arg == "--dispatch-key" && i + 1 < options.rest.size()) key = options.rest[++i];
     else if (arg == "--dir" && i + 1 < options.rest.size()) dir = options.rest[++i];
     else if (arg == "--stable-abi") stable = true;
+    else if (arg == "--triton") triton = true;
     else if (arg == "--torch-target" && i + 1 < options.rest.size()) torch_target = options.rest[++i];
     else if (name.empty()) name = arg;
     else {
@@ -279,9 +339,16 @@ int new_backend_command(const Options& options) {
       return kExitUsage;
     }
   }
-  if (name.empty() || key.empty()) {
+  if (triton && (!key.empty() || stable || !torch_target.empty())) {
+    std::cerr << "backplane new-backend: --triton writes a Python package of Triton kernels, which serve CUDA (and "
+                 "the CPU under TRITON_INTERPRET=1) whatever the torch ABI; it takes no "
+              << (!key.empty() ? "--dispatch-key" : stable ? "--stable-abi" : "--torch-target") << "\n";
+    return kExitUsage;
+  }
+  if (name.empty() || (key.empty() && !triton)) {
     std::cerr << "backplane new-backend: usage: backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} "
-                 "[--stable-abi [--torch-target X.Y]] [--dir DIR]\n";
+                 "[--stable-abi [--torch-target X.Y]] [--dir DIR]\n"
+                 "       backplane new-backend NAME --triton [--dir DIR]   (a Python package of Triton kernels)\n";
     return kExitUsage;
   }
   if (!is_valid_backend_name(name)) {
@@ -293,7 +360,13 @@ int new_backend_command(const Options& options) {
     std::cerr << "backplane new-backend: '" << name << "' is " << why << "; choose another name\n";
     return kExitUsage;
   }
-  if (key != "CPU" && key != "CUDA" && key != "PrivateUse1") {
+  // The triton project's package is NAME: it must not shadow what it imports, nor be a keyword.
+  if (triton && (name == "torch" || name == "backplane" || py_name(name) != name)) {
+    std::cerr << "backplane new-backend: --triton names its Python package '" << name
+              << "', which would shadow a module it needs or is a Python keyword; choose another name\n";
+    return kExitUsage;
+  }
+  if (!triton && key != "CPU" && key != "CUDA" && key != "PrivateUse1") {
     std::cerr << "backplane new-backend: --dispatch-key '" << key << "': expected CPU, CUDA or PrivateUse1\n";
     return kExitUsage;
   }
@@ -348,6 +421,14 @@ int new_backend_command(const Options& options) {
   if (fs::exists(root) && !fs::is_empty(root)) {
     std::cerr << "backplane new-backend: " << root.string() << " exists and is not empty; choose another --dir\n";
     return kExitFailed;
+  }
+  if (triton) {
+    const size_t files = write_triton_project(*templates, root, name);
+    std::cout << "wrote " << files << " files to " << root.string() << "/ (a triton plugin: add implemented as the "
+              << "worked example, " << registry().ops().size() - 1 << " ops stubbed, not registered)\nnext:\n  cd "
+              << root.string() << " && PYTHONPATH=$PWD BACKPLANE_PLUGIN_PATH=$PWD/" << name
+              << " TRITON_INTERPRET=1 backplane check " << name << "\n";
+    return kExitOk;
   }
   size_t files = 0;
   auto emit = [&](const fs::path& rel, const std::string& text) {
