@@ -27,6 +27,8 @@ fails is listed available and is unavailable, with the error, when loaded.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -163,3 +165,31 @@ def install() -> None:
 def status() -> str:
     """"on", or why triton plugins cannot load in this process."""
     return _status
+
+
+def loaded_plugins() -> dict:
+    """{name: Backend} of the loaded plugins of kind triton."""
+    import backplane
+
+    return {b.name: b for b in backplane.backends() if b.status == "loaded" and b.kind == KIND}
+
+
+def launcher_of(plugin, op: str):
+    """The launcher `plugin` (a loaded Backend of kind triton) serves `op` with: what the
+    compile-time pass traces into a graph (compile/triton_trace.py)."""
+    return plugin_module(plugin).kernels()[op]
+
+
+def code_digest(plugin) -> str:
+    """A digest of the plugin package's Python files: compiled graphs that hold its kernels
+    must not come from a cache made with other code. Read once per process."""
+    return _package_digest(str(Path(plugin_module(plugin).__file__).parent))
+
+
+@functools.lru_cache(maxsize=None)
+def _package_digest(folder: str) -> str:
+    root = Path(folder)
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

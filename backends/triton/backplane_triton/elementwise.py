@@ -21,6 +21,7 @@ import triton.language as tl
 
 from .layout import (MAX_ROW_DIMS, acc_type, cdiv, is_dense, merge_dims, multiprocessors, needs_int64,
                      next_power_of_2, padded_rows)
+from .launch import grid_call, tracing
 from .row_index import row_offset
 
 # Bytes of each operand a dense program takes: 4 x 16-byte vectors a thread at 8 warps
@@ -124,6 +125,9 @@ _MAX_PLANS = 4096
 def launch(fn, outs, ins, p=0.0):
     """Runs FN over the broadcast of `ins` into `outs` (one or two outputs of one shape;
     two outputs need three inputs)."""
+    if tracing():  # a plan holds eager launchers (launch.py): build one for this trace, keep none
+        _plan(fn, outs, ins)(outs, ins, p)
+        return
     key = (fn, outs[0].dtype, outs[0].device, *((t.shape, t.stride()) for t in outs), None,
            *((t.shape, t.stride()) for t in ins))
     plan = _plans.get(key)
@@ -166,7 +170,7 @@ def _dense_plan(fn, outs, ins, broadcast):
     while block > _MIN_DENSE_BLOCK and cdiv(n, block) < 2 * sms:
         block //= 2
     b = broadcast + [False] * (3 - len(broadcast))
-    launcher = _dense_kernel[(cdiv(n, block),)]
+    launcher = grid_call(_dense_kernel, (cdiv(n, block),))
     constants = dict(FN=fn, ACC=acc_type(out.dtype), TWO=two, B0=b[0], B1=b[1], B2=b[2], BLOCK=block,
                      INT64=needs_int64(*outs, *ins), num_warps=_warps(block, out))
     if two:
@@ -195,7 +199,7 @@ def _strided_plan(fn, outs, ins, sizes, strides):
         per_operand.insert(1, per_operand[0])
         per_operand.append(per_operand[-1])
     col_tiles = cdiv(cols, bc)
-    launcher = _strided_kernel[(col_tiles * cdiv(rows, br),)]
+    launcher = grid_call(_strided_kernel, (col_tiles * cdiv(rows, br),))
     scalars = (rows, cols, row_sizes[1], row_sizes[2], *[s for operand in per_operand for s in operand], col_tiles)
     constants = dict(FN=fn, ACC=acc_type(out.dtype), TWO=two, ROW_DIMS=row_dims, BR=br, BC=bc,
                      INT64=needs_int64(*outs, *ins), num_warps=warps)

@@ -13,6 +13,7 @@ import math
 import torch
 
 from . import tuning
+from .launch import grid_call, tracing
 from .layout import acc_type, cdiv, needs_int64, next_power_of_2, row_layout
 
 # A launch configuration: BLOCK_M rows x BLOCK_N elements a tile, warps a program; for
@@ -130,7 +131,7 @@ def block_launcher(op, kernels, rows, n, tensors, scalars, tail, max_row, max_wa
     int64 = rows.int64(*also)
 
     def launcher(c):
-        return kernel_fn[(cdiv(rows.count, c.block_m),)], dict(
+        return grid_call(kernel_fn, (cdiv(rows.count, c.block_m),)), dict(
             ACC=acc_type(dtype), ROW_DIMS=rows.dims, BLOCK_M=c.block_m, BLOCK_N=c.block_n, INT64=int64,
             num_warps=c.warps)
 
@@ -157,6 +158,9 @@ def run_planned(op, out, inputs, tail, build):
         temp = out.new_empty(out.shape)
         run_planned(op, temp, inputs, tail, build)
         out.copy_(temp)
+        return
+    if tracing():  # a plan holds eager launchers (launch.py): build one for this trace, keep none
+        build(out, inputs, tail)[0](out, inputs, tail)
         return
     key = (op, out.dtype, out.device, out.shape, *((t.shape, t.stride()) for t in inputs))
     plan = _plans.get(key)

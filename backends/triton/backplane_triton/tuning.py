@@ -7,7 +7,9 @@ used without timing:
 - under TRITON_INTERPRET=1 (tests on the CPU: one configuration, fast),
 - where BACKPLANE_TRITON_AUTOTUNE=0 (no timing at first calls; reproducible launches),
 - while the current stream is capturing a CUDA graph (nothing may synchronize then;
-  the key stays unchosen, so a later eager call still measures).
+  the key stays unchosen, so a later eager call still measures);
+- while the call is traced into a graph (launch.py: fake tensors, nothing to time); a
+  configuration an eager call of the shape chose is taken.
 Timing re-runs the launch, which only writes the op's outputs and workspaces, so it is
 safe for these ops (none reads what it writes).
 """
@@ -15,6 +17,8 @@ import math
 import os
 
 import torch
+
+from .launch import tracing
 
 _chosen = {}
 
@@ -40,6 +44,8 @@ def pick(key, candidates, launch):
         return candidates[0]
     if key in _chosen:
         return _chosen[key]
+    if tracing():  # fake tensors: nothing to time; an eager call of this shape would have chosen
+        return candidates[0]
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         return candidates[0]
     import triton.testing

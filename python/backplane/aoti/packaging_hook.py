@@ -68,7 +68,7 @@ def recording(compile_and_package):
 def _traced_everywhere(chosen: list[dict]) -> set[str]:
     """The ops every one of whose calls in `chosen` (compile.resolutions()) was traced."""
     ops = {r["op"] for r in chosen}
-    return {op for op in ops if all(r["choice"] == "inductor" for r in chosen if r["op"] == op)}
+    return {op for op in ops if all(r.get("traced", r["choice"] == "inductor") for r in chosen if r["op"] == op)}
 
 
 def install(inductor) -> None:

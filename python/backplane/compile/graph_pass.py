@@ -1,8 +1,11 @@
 """The pass Inductor runs on every graph it compiles, after AOTAutograd has split forward
 and backward (torch._inductor.config.post_grad_custom_pre_pass): each call of a Backplane
 op whose selection bucket is `inductor` is replaced by the op's reference (reference.py),
-traced with the call's own fake inputs, so Inductor fuses it with its neighbours; every
-other call is left as it is. The choice is recorded (resolutions()).
+traced with the call's own fake inputs, so Inductor fuses it with its neighbours; each call
+served by a plugin of kind triton (by a bucket, or as the plugin the core serves the op
+with) is replaced by the Triton kernels its launcher launches (triton_trace.py), so they
+are compiled into the graph; every other call is left as it is. The choice is recorded
+(resolutions()).
 
 Installed by `import backplane` once torch._inductor.config is imported. A pass the program
 set before is chained (it runs after this one); a program that sets its own afterwards
@@ -38,7 +41,7 @@ class SelectionPass(CustomGraphPass):
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         state = resolve.in_force()
-        if state.names_inductor:
+        if state.changes_graphs:
             _resolve_graph(graph, state)
         for other in self.chained:
             other(graph)
@@ -84,22 +87,28 @@ def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
         if not tensors:
             continue
         key, dtype = resolve.dispatch_key(tensors[0].device), resolve.dtype_name(tensors[0].dtype)
-        rule = state.rule(op.name, key, dtype)
-        if rule is None:
-            continue
         sizes = [t.numel() for t in tensors]
-        # An AOTInductor package checks no guard when it runs: a size it cannot decide
-        # without one stays the plugin's (whose selector splits by size at run time).
-        choice = resolve.bucket_of(rule, sizes, may_guard=not _aot_compiling())
+        rule = state.rule(op.name, key, dtype)
+        if rule is not None:
+            # An AOTInductor package checks no guard when it runs: a size it cannot decide
+            # without one stays the plugin's (whose selector splits by size at run time).
+            choice = resolve.bucket_of(rule, sizes, may_guard=not _aot_compiling())
+        elif state.serving.get((op.name, key)) in state.triton:
+            choice = state.serving[(op.name, key)]  # no split: the plugin the core serves it with
+        else:
+            continue
+        traced = False
         if choice is None:
             choice = "plugin (a symbolic size on both sides of a bucket boundary)"
         elif choice == resolve.INDUCTOR:
             kept = _replace_by_reference(graph, node, op)
-            if kept:
-                choice = f"plugin ({kept})"
+            choice, traced = (f"plugin ({kept})", False) if kept else (choice, True)
+        elif choice in state.triton:
+            kept = _replace_by_triton_kernels(graph, node, op, choice)
+            choice, traced = (f"{choice} (kept as a call: {kept})", False) if kept else (choice, True)
         chosen.append({"op": op.name, "dispatch_key": key, "dtype": dtype,
                        "size": max(sizes) if all(isinstance(s, int) for s in sizes) else str(sizes),
-                       "choice": choice, "graph": id(graph)})
+                       "choice": choice, "traced": traced, "graph": id(graph)})
     log.record(chosen)
     if chosen:  # tlparse shows it as an artifact of the compile
         import json
@@ -107,6 +116,15 @@ def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
         torch._logging.trace_structured(
             "artifact", metadata_fn=lambda: {"name": "backplane_selection", "encoding": "json"},
             payload_fn=lambda: json.dumps(chosen))
+
+
+def _replace_by_triton_kernels(graph: torch.fx.Graph, node: torch.fx.Node, op, plugin: str) -> str:
+    """Replaces node by the Triton kernels `plugin` (kind triton) launches for it; returns ""
+    when done, else why the call was kept (it then stays an extern call through the core)."""
+    from ..triton_kind import launcher_of, loaded_plugins
+    from .triton_trace import trace_launcher
+
+    return trace_launcher(graph, node, launcher_of(loaded_plugins()[plugin], op.name), _bound(node))
 
 
 def _aot_compiling() -> bool:
@@ -164,14 +182,20 @@ def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op) -> str
     examples = [names[n].meta["val"] for n in tensor_names]
     with V.fake_mode:
         traced = fwd_only(reference, examples)
+    splice(graph, node, traced, [names[n] for n in tensor_names])
+    return ""
+
+
+def splice(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphModule, inputs: list) -> None:
+    """Puts traced's graph in node's place, its placeholders bound to `inputs`; node's users
+    (getitem(node, i) for several outputs) take its outputs."""
     placeholders = [p for p in traced.graph.nodes if p.op == "placeholder"]
     with graph.inserting_before(node):
-        value = graph.graph_copy(traced.graph, dict(zip(placeholders, [names[n] for n in tensor_names])))
-    if isinstance(out, (list, tuple)):
-        for user in list(node.users):  # getitem(node, i)
+        value = graph.graph_copy(traced.graph, dict(zip(placeholders, inputs)))
+    if isinstance(node.meta.get("val"), (list, tuple)):
+        for user in list(node.users):
             user.replace_all_uses_with(value[user.args[1]])
             graph.erase_node(user)
     else:
         node.replace_all_uses_with(value)
     graph.erase_node(node)
-    return ""

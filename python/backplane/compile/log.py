@@ -17,6 +17,8 @@ def record(chosen: list[dict]) -> None:
 
 def resolutions() -> list[dict]:
     """Oldest first: {op, dispatch_key, dtype, size (an int, or the symbolic sizes), choice
-    ("inductor", a plugin's name, or "plugin (why the call was kept)"), graph}."""
+    ("inductor", a plugin's name, or "plugin (why the call was kept)"), traced (True where
+    the call was replaced in the graph: by the reference, or by a triton plugin's kernels),
+    graph}."""
     with _lock:
         return list(_log)

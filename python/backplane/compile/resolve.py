@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -26,10 +26,24 @@ class InForce:
     # (selection.h), as the core reports it (a preferred plugin that does not offer the op
     # there does not).
     preferred: frozenset
+    # (op, dispatch key) -> the plugin the core's selector serves it with now (no file's split).
+    serving: dict = field(default_factory=dict)
+    # The loaded plugins of kind triton, whose calls are traced into the graph (triton_trace.py).
+    triton: frozenset = frozenset()
 
     @property
     def names_inductor(self) -> bool:
         return any(b["plugin"] == INDUCTOR for r in self.rules for b in r["buckets"])
+
+    @property
+    def serves_triton(self) -> bool:
+        """Whether some call may be served by a plugin of kind triton, which the pass traces."""
+        return bool(self.triton) and (any(p in self.triton for p in self.serving.values()) or
+                                      any(b["plugin"] in self.triton for r in self.rules for b in r["buckets"]))
+
+    @property
+    def changes_graphs(self) -> bool:
+        return self.names_inductor or self.serves_triton
 
     def rule(self, op: str, dispatch_key: str, dtype: str) -> dict | None:
         """The rule for calls of op on dispatch_key in dtype: the one naming that dtype, else
@@ -41,18 +55,23 @@ class InForce:
 
     def digest(self) -> str:
         """What the compile cache key must see of the selection: "none" where no bucket names
-        `inductor` (the pass then changes no graph, and plugin buckets are chosen at run
-        time by the core's selector, not in the code); else a digest of the rules, the
-        preferences, the plugins loaded and the references traced (a fixed reference must not
-        be served from the cache of the one before it)."""
-        if not self.names_inductor:
+        `inductor` and no plugin of kind triton serves (the pass then changes no graph, and
+        plugin buckets are chosen at run time by the core's selector, not in the code); else
+        a digest of the rules, the preferences, what serves each op, the plugins loaded, the
+        references traced and the triton plugins' code (neither a fixed reference nor a
+        changed kernel may be served from the cache of the one before it)."""
+        if not self.changes_graphs:
             return "none"
         import backplane
+
+        from ..triton_kind import code_digest, loaded_plugins
 
         loaded = sorted((b.name, b.version, b.path) for b in backplane.backends() if b.status == "loaded")
         named = {r["op"] for r in self.rules if any(b["plugin"] == INDUCTOR for b in r["buckets"])}
         references = sorted((op.name, op.reference) for op in backplane.ops() if op.name in named)
-        text = json.dumps([self.rules, sorted(self.preferred), loaded, references], sort_keys=True)
+        triton = sorted((name, code_digest(b)) for name, b in loaded_plugins().items() if name in self.triton)
+        serving = sorted(f"{op}:{key}:{p}" for (op, key), p in self.serving.items())
+        text = json.dumps([self.rules, sorted(self.preferred), loaded, references, triton, serving], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -60,10 +79,13 @@ def in_force() -> InForce:
     """The file's rules and the preferences that override them, from one call of the core."""
     from .._native import core
 
+    from ..triton_kind import loaded_plugins
+
     state = core().serving()
     preferred = frozenset((r["op"], r["dispatch_key"]) for r in state["serving"]
                           if r["why"] == f"preferred for {r['op']}")
-    return InForce(tuple(state["rules"]), preferred)
+    serving = {(r["op"], r["dispatch_key"]): r["serving"] for r in state["serving"]}
+    return InForce(tuple(state["rules"]), preferred, serving, frozenset(loaded_plugins()))
 
 
 def dispatch_key(device: torch.device) -> str:

@@ -23,6 +23,7 @@ import triton.language as tl
 
 from .. import tuning
 from .._registry import kernel
+from ..launch import grid_call
 from ..layout import acc_type, cdiv, multiprocessors
 from ..opmath import add_pairs, divide, inv_rms
 from ..row_index import load_rows, tile_rows
@@ -141,10 +142,10 @@ def _build(dx, inputs, tail):
         def launch(dx, grad, x, weight, dweight, eps):
             # Zeroed for the looped kernel, which adds into it.
             partial = (torch.zeros if looped else torch.empty)((programs, n), dtype=partial_dtype, device=x.device)
-            kernel_fn[(programs,)](dx, partial, grad, x, weight, *scalars, eps, tiles, ACC=acc, ROW_DIMS=rows.dims,
+            grid_call(kernel_fn, (programs,))(dx, partial, grad, x, weight, *scalars, eps, tiles, ACC=acc, ROW_DIMS=rows.dims,
                                    BLOCK_M=c.block_m, BLOCK_N=c.block_n, INT64=int64, STAGES=c.stages,
                                    num_warps=c.warps)
-            _column_sums_kernel[(sums,)](dweight, partial, programs, n, dweight.stride(0), ACC=acc, BLOCK_G=_SUM_ROWS,
+            grid_call(_column_sums_kernel, (sums,))(dweight, partial, programs, n, dweight.stride(0), ACC=acc, BLOCK_G=_SUM_ROWS,
                                          BLOCK_C=_COLUMNS, num_warps=4)
 
         return launch

@@ -15,6 +15,7 @@ import triton.language as tl
 
 from .. import tuning
 from .._registry import kernel
+from ..launch import grid_call
 from ..layout import acc_type, cdiv, next_power_of_2
 from ..row_index import row_offset, tile_rows
 from ..rows import Config, Rows, run_planned
@@ -61,7 +62,7 @@ def _build(out, inputs, tail):
     int64 = rows.int64(out)
 
     def launcher(c):
-        return _rotary_kernel[(cdiv(rows.count, c.block_m),)], dict(
+        return grid_call(_rotary_kernel, (cdiv(rows.count, c.block_m),)), dict(
             ACC=acc_type(x.dtype), ROW_DIMS=rows.dims, BLOCK_M=c.block_m, BLOCK_H=c.block_n, INT64=int64,
             num_warps=c.warps)
 
