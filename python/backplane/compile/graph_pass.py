@@ -26,6 +26,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from . import log, resolve
+from .splice import splice
 from .reference import reference_call
 
 # The code that traces a reference, this package and the formula evaluator, as this process
@@ -184,18 +185,3 @@ def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op) -> str
         traced = fwd_only(reference, examples)
     splice(graph, node, traced, [names[n] for n in tensor_names])
     return ""
-
-
-def splice(graph: torch.fx.Graph, node: torch.fx.Node, traced: torch.fx.GraphModule, inputs: list) -> None:
-    """Puts traced's graph in node's place, its placeholders bound to `inputs`; node's users
-    (getitem(node, i) for several outputs) take its outputs."""
-    placeholders = [p for p in traced.graph.nodes if p.op == "placeholder"]
-    with graph.inserting_before(node):
-        value = graph.graph_copy(traced.graph, dict(zip(placeholders, inputs)))
-    if isinstance(node.meta.get("val"), (list, tuple)):
-        for user in list(node.users):
-            user.replace_all_uses_with(value[user.args[1]])
-            graph.erase_node(user)
-    else:
-        node.replace_all_uses_with(value)
-    graph.erase_node(node)

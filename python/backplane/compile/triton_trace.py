@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from .splice import splice
+
 
 def trace_launcher(graph: torch.fx.Graph, node: torch.fx.Node, launcher, bound: dict) -> str:
     """Replaces node by launcher's kernels traced into graph; returns "" when done, else why
@@ -64,8 +66,6 @@ def trace_launcher(graph: torch.fx.Graph, node: torch.fx.Node, launcher, bound: 
         traced = make_fx(functionalize(body, remove="mutations_and_views"), tracing_mode="real")(*examples)
     if not _outputs_come_from_kernels(traced):
         return "the trace holds no Triton kernel its result comes from"
-    from .graph_pass import splice
-
     splice(graph, node, traced, [bound[n] for n in tensor_names])
     return ""
 
