@@ -40,6 +40,7 @@ from .engine import engine, run
 from .noise import noise_warnings, noisy_copy_groups
 from .results import CallCost, Row, call_costs, check_run, load, machine, merge, mode_of, peak_flops, rows
 from .tables import call_cost_table, format_table, markdown, percent_of_peak, side_by_side, table
+from .triton_rows import add_triton_rows, split_backends
 
 __all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "compiled_rows", "engine",
            "format_comparison",
@@ -65,9 +66,19 @@ def main(argv=None) -> int:
                 extra.append("--benchmark_enable_random_interleaving=true")
             # RuntimeError: the engine refused (its reason is on stderr already) or failed
             repetitions = args.repetitions or (5 if args.compare or args.compare_backends else 1)
-            results = run(args.backends, args.ops, args.dtypes, args.shapes, repetitions, args.json,
+            # Plugins of kind triton load only in Python: the engine times the library backends,
+            # triton_rows.py the triton ones after it, beside the engine's reference rows.
+            library, tritons = split_backends(args.backends)
+            if tritons and not library:
+                raise ValueError(f"--backends {args.backends}: triton plugins only; their rows are read against the "
+                                 "reference and copy_ rows the engine times for a library backend on their device: "
+                                 f"name one beside them (--backends cuda,{tritons[0]}; cpu,{tritons[0]} under "
+                                 "TRITON_INTERPRET=1)")
+            results = run(library, args.ops, args.dtypes, args.shapes, repetitions, args.json,
                           quiet=True, extra=extra, cuda_graph=args.cuda_graph, backward=args.backward,
                           cold_l2=args.cold_l2)
+            if tritons:
+                add_triton_rows(results, tritons, args.min_time, args.max_time, args.json)
             # --mode compile: the selected rows, and the compiled references beside them unless --no-compile.
             # Without --compile otherwise: where a backend runs on cuda, for cuda's rows (a CPU compile is slow)
             selected = args.mode == "compile"

@@ -192,13 +192,13 @@ def _forward_backward(op, values, eager, compiled, tensors, device):
     return run, step
 
 
-def _time_like(name, step, device, rule, references, label) -> list[dict]:
+def _time_like(name, step, device, rule, references, label, mode=MODE) -> list[dict]:
     """The row timed as its reference row was: as many repetitions, CUDA graph replays and
-    a cold L2 where that row had them."""
+    a cold L2 where that row had them. mode: the entries' "mode" (None: none, as the engine's)."""
     cuda_graph = any(bool(e.get("cuda_graph")) for e in references)
     cold_l2 = any(bool(e.get("cold_l2")) for e in references)
     timings = time_step(step, device, rule, repetitions=len(references), cuda_graph=cuda_graph, cold_l2=cold_l2)
-    return _entries(name, timings, references, label, cuda_graph, cold_l2)
+    return _entries(name, timings, references, label, cuda_graph, cold_l2, mode)
 
 
 def _timed_selected_row(name, op, label, dtype_name, device, passes, references, rule) -> list[dict]:
@@ -282,18 +282,18 @@ def _named(outputs: list) -> dict:
     return {"result": outputs[0]} if len(outputs) == 1 else {f"result {i}": t for i, t in enumerate(outputs)}
 
 
-def check_same(got: dict, expected: dict) -> None:
+def check_same(got: dict, expected: dict, against: str = "the eager formula") -> None:
     """Raises WrongResult naming the first tensor (a result, then a gradient) of `got` that
-    differs from `expected`'s: {what: tensor}, compiled and eager."""
+    differs from `expected`'s: {what: tensor}, compiled and eager (`against` names it)."""
     def wrong(what):
-        return WrongResult(f"wrong result against the eager formula, not timed: {what}")
+        return WrongResult(f"wrong result against {against}, not timed: {what}")
 
     if list(got) != list(expected):
-        raise wrong(f"{', '.join(got)} where the eager formula gives {', '.join(expected)}")
+        raise wrong(f"{', '.join(got)} where {against} gives {', '.join(expected)}")
     for what, e in expected.items():
         a = got[what]
         if a.shape != e.shape or a.dtype != e.dtype:
-            raise wrong(f"{what} is {a.dtype} {tuple(a.shape)}, the eager formula's {e.dtype} {tuple(e.shape)}")
+            raise wrong(f"{what} is {a.dtype} {tuple(a.shape)}, {against}'s {e.dtype} {tuple(e.shape)}")
         if not a.numel():
             continue
         tol = _TOLERANCE.get(e.dtype, 0.0)
@@ -305,10 +305,10 @@ def check_same(got: dict, expected: dict) -> None:
                         f"max |eager|); max abs difference {diff.nan_to_num(float('inf')).max().item():.3g}")
 
 
-def _entries(name, timings, references, label, cuda_graph, cold_l2=False) -> list[dict]:
+def _entries(name, timings, references, label, cuda_graph, cold_l2=False, mode=MODE) -> list[dict]:
     """One entry per repetition, with the reference row's traffic (bytes and elements per
     call are the same workload's) turned into rates at this row's time, and its FLOPs per
-    call."""
+    call. mode None: no "mode" field (eager, as the engine's entries)."""
     def per_call(rate):
         amounts = [e[rate] * e["real_time"] * _UNITS[e.get("time_unit", "us")] * 1e-6 for e in references if rate in e]
         return median(amounts) if amounts else None
@@ -320,7 +320,9 @@ def _entries(name, timings, references, label, cuda_graph, cold_l2=False) -> lis
         entry = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": len(timings),
                  "repetition_index": i, "threads": 1, "iterations": 1, "real_time": t.seconds * 1e6,
                  "time_unit": "us", "spread": t.spread, "samples": t.samples, "sampled_seconds": t.sampled_seconds,
-                 "calls_per_batch": t.calls_per_batch, "label": label, "mode": MODE}
+                 "calls_per_batch": t.calls_per_batch, "label": label}
+        if mode:
+            entry["mode"] = mode
         if nbytes is not None:
             entry["bytes_per_second"] = nbytes / t.seconds
         if items is not None:
@@ -335,10 +337,12 @@ def _entries(name, timings, references, label, cuda_graph, cold_l2=False) -> lis
     return entries
 
 
-def _error_entry(name: str, message: str, label: str = LABEL) -> dict:
-    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
-            "threads": 1, "iterations": 0, "error_occurred": True, "error_message": message,
-            "label": label, "mode": MODE}
+def _error_entry(name: str, message: str, label: str = LABEL, mode=MODE) -> dict:
+    entry = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+             "threads": 1, "iterations": 0, "error_occurred": True, "error_message": message, "label": label}
+    if mode:
+        entry["mode"] = mode
+    return entry
 
 
 def progress_printer(label: str):
