@@ -68,12 +68,18 @@ std::optional<std::filesystem::path> command_dir();
 // The common flags (--plugin-path, --prefer; --selection already) for the programs a
 // command runs in its place, through the environment: the parser consumed them.
 void pass_common_flags_on(const Options& options);
+
+// One warning line on stderr for each plugin the bench would time that its manifest says was
+// built unoptimised (unoptimised_plugins.cpp); `backplane bench` calls it before it runs.
+void warn_unoptimised_plugins(const Options& options);
+
 // Runs args[0] with args in place of this process; returns (exit code 1) only when it
 // cannot, after saying why as "backplane <command>: cannot run ...".
 int exec_command(const std::string& command, const std::vector<std::string>& args);
 // Runs `python -m backplane <module_args...>` in place of this process (a checkout's
-// python/ on PYTHONPATH). The interpreter: BACKPLANE_PYTHON, else the one the wheel is
-// installed in, else the one this build was configured with, else python3 on PATH;
+// python/, or a prefix install's lib/python, on PYTHONPATH). The interpreter:
+// BACKPLANE_PYTHON, else the one the wheel is installed in, else the one this build was
+// configured with, else python3 on PATH;
 // needed_for names what asked for Python in the message when it cannot run.
 int exec_python_side(const std::string& command, const std::vector<std::string>& module_args,
                      const std::string& needed_for);

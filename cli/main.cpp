@@ -146,7 +146,8 @@ const std::map<std::string, Command>& commands() {
         "  --compare-backends A,B backend B against A in this run, the same way\n"
         "  --plot FILE.png        GB/s per op and backend with the copy_ roofline (matplotlib)\n"
         "  --side-by-side         markdown: a row per op, preset and dtype, a group of columns per backend\n"
-        "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`;\n"
+        "  (--compare, --compare-backends, --plot and --side-by-side run `python -m backplane bench`, as do\n"
+        "   plugins of kind triton: the engine times the library backends, Python the triton rows beside them;\n"
         "   `python -m backplane bench --input a.json b.json --side-by-side` puts runs of other backends together)",
         {"--ops", "--dtypes", "--shapes", "--repetitions", "--min-time", "--max-time", "--json", "--compare",
          "--compare-backends", "--threshold", "--plot", "--side-by-side", "--interleave", "--cuda-graph", "--backward",

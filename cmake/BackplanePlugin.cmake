@@ -213,10 +213,13 @@ function(backplane_add_plugin name)
     set(registry_args --registry ${used})  # no --registry-name: the manifest names no fragment
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${used})
   endif()
+  # The manifest records the build type, so `backplane bench` can say when it times an
+  # unoptimised plugin; "none" where no CMAKE_BUILD_TYPE was given (no optimisation flags).
+  set(build_type $<IF:$<BOOL:$<CONFIG>>,$<CONFIG>,none>)
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${manifest_tool} --plugin $<TARGET_FILE:${target}> --name ${name}
             --key ${P_DISPATCH_KEY} --version ${P_VERSION} ${python_args} ${registry_args} ${stable_args}
-            --out ${manifest}
+            --build-type ${build_type} --out ${manifest}
     COMMENT "Writing manifest of backend '${name}'"
     VERBATIM)
 

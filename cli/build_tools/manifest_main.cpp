@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
   for (const char* required : {"--plugin", "--name", "--key", "--version", "--out"}) {
     if (!args.count(required)) {
-      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] [--registry YAML --registry-name FILE] [--torch-target X.Y: a stable-ABI plugin] (missing " << required
+      std::cerr << "usage: backplane_manifest --plugin P --name N --key K --version V --out F [--python-module M --python-path DIR] [--registry YAML --registry-name FILE] [--torch-target X.Y: a stable-ABI plugin] [--build-type T] (missing " << required
                 << ")\n";
       return 2;
     }
@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
     manifest.python_module = args["--python-module"];
     if (args.count("--python-path")) manifest.python_path = args["--python-path"];
   }
+  // The build type the plugin was compiled under, for `backplane bench`'s warning.
+  if (args.count("--build-type")) manifest.build_type = args["--build-type"];
   if (args.count("--registry")) manifest.registry = args.count("--registry-name") ? args["--registry-name"] : "";
   std::vector<std::string> missing;
   for (const backplane::OpDef& op : backplane::all_ops()) {

@@ -1,7 +1,8 @@
 // `backplane bench`: the benchmark engine (backplane_bench, Google Benchmark, beside this
 // command) with the selection flags translated; comparisons and plots are done by the
 // Python side (`python -m backplane bench`, python/backplane/bench/), which this command runs
-// for --compare, --compare-backends, --plot and --side-by-side.
+// for --compare, --compare-backends, --plot and --side-by-side, the torch.compile rows and
+// the rows of plugins of kind triton (which load only in Python).
 #include "cli.h"
 
 #include <backplane/selection.h>
@@ -34,11 +35,12 @@ bool valid_repetitions(const std::string& text) {
   return !text.empty() && !*end && !errno && n >= 1 && n <= kMaxRepetitions;
 }
 
-// Whether a backend the run selects (named, else BACKPLANE_BACKENDS, else cpu, as the
-// engine chooses) declares the CUDA dispatch key in its manifest; read without loading any.
-bool any_on_cuda(const Options& options) {
+// The records of the backends the run selects (named, else BACKPLANE_BACKENDS, else cpu,
+// as the engine chooses), read from their manifests without loading any; none where the
+// list is bad (the engine reports a bad list or what it cannot find).
+std::vector<BackendRecord> selected_records(const Options& options) {
   std::vector<std::string> names = {"cpu"};
-  std::vector<BackendRecord> found;
+  std::vector<BackendRecord> found, selected;
   try {
     if (options.backends)
       names = *options.backends;
@@ -46,11 +48,25 @@ bool any_on_cuda(const Options& options) {
       names = backend_names(env, "BACKPLANE_BACKENDS", "");
     found = backends(options.load);
   } catch (const std::exception&) {
-    return false;  // the engine reports a bad list or what it cannot find
+    return {};
   }
   for (const auto& name : names)
     for (const auto& r : found)
-      if (r.name == name && r.dispatch_key == "CUDA") return true;
+      if (r.name == name) selected.push_back(r);
+  return selected;
+}
+
+bool any_on_cuda(const std::vector<BackendRecord>& selected) {
+  for (const auto& r : selected)
+    if (r.dispatch_key == "CUDA") return true;
+  return false;
+}
+
+// A plugin of kind triton loads only in a Python process: the engine cannot time it, and
+// the Python side times its rows after the engine's (python/backplane/bench/triton_rows.py).
+bool any_triton(const std::vector<BackendRecord>& selected) {
+  for (const auto& r : selected)
+    if (r.kind == "triton") return true;
   return false;
 }
 
@@ -74,13 +90,17 @@ int bench_command(const Options& options) {
     if (options.rest[i] == "--mode" && options.rest[i + 1] != "eager") python_side = true;
   // torch.compile rows (the "x compile" column) are Python's: with --compile, and by default
   // where a selected backend runs on CUDA.
-  if (compile || (!no_compile && any_on_cuda(options))) python_side = true;
+  warn_unoptimised_plugins(options);  // both sides time what the manifests say was built
+  const std::vector<BackendRecord> selected = selected_records(options);
+  if (compile || (!no_compile && any_on_cuda(selected))) python_side = true;
+  if (any_triton(selected)) python_side = true;
 
   if (python_side) {  // the Python side runs the engine too
     std::vector<std::string> args = {"bench"};
     if (!backends.empty()) args.insert(args.end(), {"--backends", backends});
     if (!ops.empty()) args.insert(args.end(), {"--ops", ops});
     args.insert(args.end(), options.rest.begin(), options.rest.end());
+    // Triton plugins' rows (any_triton) need this Python too; the reason names the common cases.
     return exec_python_side("bench", args, "--compare/--plot/--side-by-side and the torch.compile rows");
   }
 

@@ -138,8 +138,12 @@ TEST(Manifest, BadFilesSayWhereAndWhat) {
 }
 
 // The cpu manifest's text with `extra` appended: valid but for what extra adds.
+// The cpu manifest without its last line, build_type (which BuildTypeIsRecorded tests), so
+// the appended key sits on line 10 whatever the build.
 std::string cpu_manifest_plus(const std::string& extra) {
-  return manifest_to_yaml(read_manifest(cpu_manifest_path())) + extra;
+  Manifest m = read_manifest(cpu_manifest_path());
+  m.build_type.clear();
+  return manifest_to_yaml(m) + extra;
 }
 
 std::string manifest_error(const std::string& path) {
@@ -164,8 +168,27 @@ TEST(Manifest, UnknownKeyIsRefused) {
   const std::string& path = file.path();
   EXPECT_EQ(manifest_error(path), "bad manifest " + path +
                                       ":10:1: unknown manifest key 'dispatch_keys'; expected one of: backplane_plugin_abi, "
-                                      "cxx11_abi, dispatch_key, kind, name, ops, python_module, python_path, registration, registry, torch_abi, "
-                                      "torch_version, version");
+                                      "build_type, cxx11_abi, dispatch_key, kind, name, ops, python_module, python_path, registration, registry, "
+                                      "torch_abi, torch_version, version");
+}
+
+// The build writes the CMake build type (backplane_add_plugin); `backplane bench` warns on an
+// unoptimised one. Optional: a manifest from before the key loads, and makes no claim.
+TEST(Manifest, BuildTypeIsRecordedAndRead) {
+  const Manifest cpu = read_manifest(cpu_manifest_path());
+  EXPECT_FALSE(cpu.build_type.empty()) << "backplane_add_plugin passes --build-type";
+  {
+    const TempManifest file(cpu_manifest_plus("build_type: Debug\n"));
+    const Manifest m = read_manifest(file.path());
+    EXPECT_EQ(m.build_type, "Debug");
+    const TempManifest again(manifest_to_yaml(m));
+    EXPECT_EQ(read_manifest(again.path()).build_type, "Debug") << "written back by manifest_to_yaml";
+  }
+  EXPECT_EQ(read_manifest(TempManifest(cpu_manifest_plus("")).path()).build_type, "");
+  EXPECT_EQ(unoptimised_build_type("Debug"), "a Debug build");
+  EXPECT_EQ(unoptimised_build_type("none"), "built with no CMAKE_BUILD_TYPE (no optimisation flags)");
+  for (const char* optimised : {"Release", "RelWithDebInfo", "MinSizeRel", "release", ""})
+    EXPECT_EQ(unoptimised_build_type(optimised), std::nullopt) << optimised;
 }
 
 TEST(Manifest, TorchAbiAndVersionAreChecked) {

@@ -132,7 +132,7 @@ Manifest read_manifest(const std::string& path) {
   }
   static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "dispatch_key", "registration",
                                               "torch_version", "cxx11_abi", "ops", "python_module", "python_path",
-                                              "registry", "torch_abi", "kind"};
+                                              "registry", "torch_abi", "kind", "build_type"};
   if (auto problem = detail::find_unknown_key(root, known, "manifest")) fail(path, problem->node, problem->message);
   m.torch_version = field<std::string>(path, root, "torch_version", "torch major.minor such as \"2.14\"");
   if (!major_minor(m.torch_version))
@@ -150,6 +150,7 @@ Manifest read_manifest(const std::string& path) {
       fail(path, root["registration"], "key 'registration' should be core or direct, found '" + m.registration + "'");
   }
   read_python_side(path, root, m);
+  if (root["build_type"]) m.build_type = field<std::string>(path, root, "build_type", "a CMake build type such as Release");
   if (root["registry"]) {
     m.registry = field<std::string>(path, root, "registry", "a registry fragment file");
     if (m.registry.empty() || m.registry[0] == '/' || m.registry.find("..") != std::string::npos)
@@ -204,7 +205,17 @@ std::string manifest_to_yaml(const Manifest& m) {
   if (!m.python_module.empty()) out << "python_module: " << m.python_module << "\n";
   if (!m.python_path.empty()) out << "python_path: " << m.python_path << "\n";
   if (!m.registry.empty()) out << "registry: " << m.registry << "\n";
+  if (!m.build_type.empty()) out << "build_type: " << m.build_type << "\n";
   return out.str();
+}
+
+std::optional<std::string> unoptimised_build_type(const std::string& build_type) {
+  if (build_type.empty()) return std::nullopt;  // an older manifest: unknown, so no claim
+  std::string lower = build_type;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "release" || lower == "relwithdebinfo" || lower == "minsizerel") return std::nullopt;
+  if (lower == "none") return std::string("built with no CMAKE_BUILD_TYPE (no optimisation flags)");
+  return "a " + build_type + " build";
 }
 
 std::optional<std::string> manifest_incompatibility(const Manifest& m, const std::string& expected_name) {

@@ -50,7 +50,17 @@ struct BACKPLANE_API Manifest {
   // directory; empty: the plugin implements core registry ops only. Its ops appear in
   // `ops` by id ("acme::fused_gelu").
   std::string registry;
+  // The CMake build type it was compiled under ("Release", "Debug", ...; "none" when no
+  // CMAKE_BUILD_TYPE was given: the compiler's defaults, unoptimised); empty in a manifest
+  // written before the key existed. Not checked by the loader: `backplane bench` reads it
+  // to warn when it times an unoptimised plugin (unoptimised_build_type).
+  std::string build_type;
 };
+
+// Why a plugin of `build_type` times slow ("a Debug build", "built with no CMAKE_BUILD_TYPE"),
+// or nullopt for an optimised build type (Release, RelWithDebInfo, MinSizeRel) or an
+// unknown one (an empty build_type: an older manifest).
+BACKPLANE_API std::optional<std::string> unoptimised_build_type(const std::string& build_type);
 
 // "2.14" -> (2, 14); nullopt for anything but two whole numbers and a dot.
 BACKPLANE_API std::optional<std::pair<int, int>> major_minor(const std::string& version);
