@@ -80,12 +80,14 @@ int exec_command(const std::string& command, const std::vector<std::string>& arg
 
 int exec_python_side(const std::string& command, const std::vector<std::string>& module_args,
                      const std::string& needed_for) {
-  // In a source checkout, the package is python/ beside the build.
-  const fs::path checkout_python = own_dir() / ".." / ".." / "python";
-  if (fs::is_directory(checkout_python / "backplane")) {
+  // In a source checkout, the package is python/ beside the build; in a prefix install,
+  // P/lib/python (cmake/BackplaneInstall.cmake): the package of this very command, first.
+  for (const fs::path& python : {own_dir() / ".." / ".." / "python", own_dir() / ".." / "lib" / "python"}) {
+    if (!fs::is_directory(python / "backplane")) continue;
     const char* old = std::getenv("PYTHONPATH");
-    const std::string path = fs::canonical(checkout_python).string() + (old && *old ? ":" + std::string(old) : "");
+    const std::string path = fs::canonical(python).string() + (old && *old ? ":" + std::string(old) : "");
     setenv("PYTHONPATH", path.c_str(), 1);
+    break;
   }
   const auto [python, chosen_by] = python_interpreter();
   std::vector<std::string> args = {python, "-m", "backplane"};

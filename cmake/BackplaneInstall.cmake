@@ -10,6 +10,22 @@ include(CMakePackageConfigHelpers)
 if(SKBUILD)
   install(FILES python/backplane_autoload.py python/backplane_plugins.py python/backplane_wheel.py
           DESTINATION ${SKBUILD_PLATLIB_DIR})
+else()
+  # A prefix install carries the Python side too, in P/lib/python: `PYTHONPATH=P/lib/python`
+  # imports the backplane package (which finds libbackplane_core.so in P/lib, its parent's
+  # parent: _native.py), and a plugin wheel built with --no-build-isolation finds its
+  # metadata provider backplane_wheel there. The dist-info makes Backplane's version
+  # readable by importlib.metadata, as a full-ABI plugin wheel's requirement needs
+  # (backplane_wheel.requirements); it declares no entry points: torch's autoload and the
+  # console script are the wheel's.
+  install(DIRECTORY python/backplane DESTINATION lib/python
+          PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)
+  install(FILES python/backplane_autoload.py python/backplane_plugins.py python/backplane_wheel.py
+          DESTINATION lib/python)
+  file(WRITE ${PROJECT_BINARY_DIR}/python-dist-info/METADATA
+       "Metadata-Version: 2.1\nName: backplane\nVersion: ${PROJECT_VERSION}\n")
+  install(FILES ${PROJECT_BINARY_DIR}/python-dist-info/METADATA
+          DESTINATION lib/python/backplane-${PROJECT_VERSION}.dist-info)
 endif()
 
 set(_bp_cmake_dest lib/cmake/Backplane)

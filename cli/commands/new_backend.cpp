@@ -31,6 +31,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 // The source tree's templates, for a command run from its build directory (cli/CMakeLists.txt).
@@ -258,6 +259,19 @@ std::string reserved_name(const std::string& name) {
   }
 }
 
+// The CMake prefix this command belongs to (bin/.. holding lib/cmake/Backplane: an install,
+// or the wheel's package), for the "next:" lines; nullopt for a command run from a build
+// directory, whose BackplaneConfig.cmake is for the install only.
+std::optional<fs::path> own_prefix() {
+  const auto dir = command_dir();
+  if (!dir) return std::nullopt;
+  std::error_code ec;
+  const fs::path prefix = fs::weakly_canonical(*dir / "..", ec);
+  if (ec || !fs::is_regular_file(prefix / "lib" / "cmake" / "Backplane" / "BackplaneConfig.cmake", ec))
+    return std::nullopt;
+  return prefix;
+}
+
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path);
@@ -475,10 +489,23 @@ int new_backend_command(const Options& options) {
   const std::string kernels = stable ? "mul implemented as the worked example, the other ops stubbed, on the stable ABI "
                                        "for torch " + torch_target + " and later"
                                      : std::to_string(registry().ops().size()) + " kernel stubs, none registered yet";
+  // The commands as they run here: find_package(Backplane) needs this command's prefix (a
+  // wheel's is found without it, but naming it is as true), and the check is this command.
+  const std::optional<fs::path> prefix = own_prefix();
+  const std::string self = prefix ? (*prefix / "bin" / "backplane").string() : "backplane";
   std::cout << "wrote " << files << " files to " << root.string() << "/ (" << kernels << ")\nnext:\n  cmake -S "
-            << root.string() << " -B "
-            << (root / "build").string() << " && cmake --build " << (root / "build").string()
-            << "\n  backplane check " << name << " --plugin-path " << (root / "build" / "lib").string() << "\n";
+            << root.string() << " -B " << (root / "build").string() << " -DCMAKE_PREFIX_PATH="
+            << (prefix ? prefix->string() : "<Backplane prefix>") << " && cmake --build " << (root / "build").string()
+            << "\n  " << self << " check " << name << " --plugin-path " << (root / "build" / "lib").string() << "\n";
+  // A prefix install's Python side (cmake/BackplaneInstall.cmake): the scaffold's tests import
+  // backplane from it (a wheel's is on sys.path already).
+  if (prefix && fs::is_directory(*prefix / "lib" / "python" / "backplane"))
+    std::cout << "  PYTHONPATH=" << (*prefix / "lib" / "python").string() << " BACKPLANE_PLUGIN_PATH="
+              << (root / "build" / "lib").string() << " python -m pytest " << (root / "tests").string() << "\n";
+  if (!prefix)
+    std::cout << "  (this backplane runs from a build directory: `cmake --install "
+              << (command_dir() ? fs::weakly_canonical(*command_dir() / "..").string() : "<build>")
+              << " --prefix P` first, and pass P)\n";
   return kExitOk;
 }
 

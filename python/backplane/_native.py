@@ -49,6 +49,7 @@ def _candidate_dirs() -> list[Path]:
     here = Path(__file__).resolve().parent
     dirs.append(here / "lib")  # an installed package carries its libraries here
     dirs.append(here.parent.parent / "build" / "lib")  # a source checkout after `make build`
+    dirs.append(here.parent.parent)  # a prefix install: P/lib/python/backplane beside P/lib's core
     return dirs
 
 
