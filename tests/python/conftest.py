@@ -138,7 +138,14 @@ def pytest_collection_modifyitems(config, items):
     slow = [item for item in items if item.get_closest_marker("slow")]
     if workers < 2 or not slow or len(items) < 2 * workers:
         return
-    rest = iter([item for item in items if not item.get_closest_marker("slow")])
-    heads = dict(zip(_first_test_of_each_worker(len(items), workers), slow))
-    extra = slow[len(heads):]  # more slow tests than workers: those go last
-    items[:] = [heads[p] if p in heads else next(rest) for p in range(len(items) - len(extra))] + extra
+    fast = iter([item for item in items if not item.get_closest_marker("slow")])
+    slow_left = iter(slow)
+    starts = set(_first_test_of_each_worker(len(items), workers))
+    # A share's head takes a slow test while any is left; other places a fast one while any
+    # is left (slow tests beyond the workers' heads thus go last; with few fast tests, the
+    # slow ones fill in).
+    order = []
+    for position in range(len(items)):
+        first, second = (slow_left, fast) if position in starts else (fast, slow_left)
+        order.append(next(first, None) or next(second))
+    items[:] = order
