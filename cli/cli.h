@@ -69,9 +69,10 @@ std::optional<std::filesystem::path> command_dir();
 // command runs in its place, through the environment: the parser consumed them.
 void pass_common_flags_on(const Options& options);
 
-// One warning line on stderr for each plugin the bench would time that its manifest says was
-// built unoptimised (unoptimised_plugins.cpp); `backplane bench` calls it before it runs.
-void warn_unoptimised_plugins(const Options& options);
+// One warning line on stderr for each of `selected` (the plugins the bench would time, as
+// its manifests list them) whose manifest says it was built unoptimised
+// (unoptimised_plugins.cpp); `backplane bench` calls it before it runs.
+void warn_unoptimised_plugins(const std::vector<BackendRecord>& selected);
 
 // Runs args[0] with args in place of this process; returns (exit code 1) only when it
 // cannot, after saying why as "backplane <command>: cannot run ...".

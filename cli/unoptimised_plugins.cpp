@@ -6,39 +6,25 @@
 
 #include "plugins/manifest.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 namespace backplane::cli {
 
-void warn_unoptimised_plugins(const Options& options) {
-  // The plugins the run times: named, else BACKPLANE_BACKENDS, else cpu (the engine's rule).
-  std::vector<std::string> names = {"cpu"};
-  std::vector<BackendRecord> found;
-  try {
-    if (options.backends)
-      names = *options.backends;
-    else if (const char* env = std::getenv("BACKPLANE_BACKENDS"); env && *env)
-      names = backend_names(env, "BACKPLANE_BACKENDS", "");
-    found = backends(options.load);
-  } catch (const std::exception&) {
-    return;  // the bench itself reports a bad list or what it cannot find
-  }
-  for (const auto& name : names)
-    for (const auto& r : found) {
-      if (r.name != name || r.kind != "shared_library") continue;
-      try {
-        const auto manifest = std::filesystem::path(r.path).parent_path() / manifest_file_name(r.name);
-        const std::string build_type = read_manifest(manifest.string()).build_type;
-        if (const auto why = unoptimised_build_type(build_type))
-          std::cerr << "backplane bench: warning: plugin '" << r.name << "' is " << *why << " (build_type: " << build_type
-                    << " in " << manifest.string() << "): its times are not an optimised build's; rebuild it with "
-                    << "-DCMAKE_BUILD_TYPE=Release\n";
-      } catch (const std::exception&) {
-        // an unreadable manifest: the loader reports it when the bench loads the plugin
-      }
+void warn_unoptimised_plugins(const std::vector<BackendRecord>& selected) {
+  for (const auto& r : selected) {
+    if (r.kind != "shared_library") continue;
+    try {
+      const auto manifest = std::filesystem::path(r.path).parent_path() / manifest_file_name(r.name);
+      const std::string build_type = read_manifest(manifest.string()).build_type;
+      if (const auto why = unoptimised_build_type(build_type))
+        std::cerr << "backplane bench: warning: plugin '" << r.name << "' is " << *why << " (build_type: " << build_type
+                  << " in " << manifest.string() << "): its times are not an optimised build's; rebuild it with "
+                  << "-DCMAKE_BUILD_TYPE=Release\n";
+    } catch (const std::exception&) {
+      // an unreadable manifest: the loader reports it when the bench loads the plugin
     }
+  }
 }
 
 }  // namespace backplane::cli

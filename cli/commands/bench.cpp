@@ -90,8 +90,8 @@ int bench_command(const Options& options) {
     if (options.rest[i] == "--mode" && options.rest[i + 1] != "eager") python_side = true;
   // torch.compile rows (the "x compile" column) are Python's: with --compile, and by default
   // where a selected backend runs on CUDA.
-  warn_unoptimised_plugins(options);  // both sides time what the manifests say was built
   const std::vector<BackendRecord> selected = selected_records(options);
+  warn_unoptimised_plugins(selected);  // both sides time what the manifests say was built
   if (compile || (!no_compile && any_on_cuda(selected))) python_side = true;
   if (any_triton(selected)) python_side = true;
 
