@@ -17,7 +17,12 @@ install() hands the core's loader two functions through the bridge extension
   package must import, and Triton needs a CUDA device, except under TRITON_INTERPRET=1
   (Triton's CPU interpreter), where the plugin serves the CPU key instead, for tests only;
 - launchers(record): the package's kernels(), which the bridge checks against the
-  manifest's ops and offers to the core one by one.
+  manifest's ops and offers to the core one by one;
+- recorder(record): the package's launch_record.record_call, where it has that module (the
+  in-tree plugin does: backends/triton/backplane_triton/launch_record.py), else None. With
+  it the bridge keeps a launch cache: a call's kernel launches, recorded once, are replayed
+  from C++ for later calls of the same shapes, without Python (python/src/python_kernels.cpp;
+  BACKPLANE_TRITON_LAUNCH_CACHE=0 when the plugin loads turns it off).
 
 The loader calls both with its mutex held, on the thread that asked for the load or the
 listing, with the GIL taken by the bridge. Listing (backplane.backends(), and so ops() and
@@ -143,6 +148,17 @@ def launchers(record: dict) -> dict:
     return found
 
 
+def recorder(record: dict):
+    """The package's launch_record.record_call(launcher, values, fake), or None where the
+    package has no launch_record module with one (its calls then always run through Python)."""
+    module = plugin_module(_backend(record))
+    name = f"{module.__name__}.launch_record"
+    if importlib.util.find_spec(name) is None:
+        return None
+    record_call = getattr(importlib.import_module(name), "record_call", None)
+    return record_call if callable(record_call) else None
+
+
 _native = None
 
 
@@ -158,7 +174,7 @@ def install() -> None:
     if _native is None:
         _status = why
         return
-    _native.install(KIND, target, launchers)
+    _native.install(KIND, target, launchers, recorder)
     _status = "on"
 
 
