@@ -61,9 +61,11 @@ def trace_launcher(graph: torch.fx.Graph, node: torch.fx.Node, launcher, bound: 
     # Functionalized, so each kernel's writes into the fresh outputs become the outputs of a
     # triton_kernel_wrapper_functional node the result depends on: traced as mutations of
     # buffers nothing reads, dead-code elimination dropped the launches and left the
-    # outputs unwritten (seen on an H200).
+    # outputs unwritten (seen on an H200). Views stay views (remove="mutations"): their
+    # *_copy forms, which removing views too leaves, fail in torch 2.11's lowering ("both a
+    # fallback and a decomp for same op: aten.expand_copy.default", seen on an H200).
     with V.fake_mode:
-        traced = make_fx(functionalize(body, remove="mutations_and_views"), tracing_mode="real")(*examples)
+        traced = make_fx(functionalize(body, remove="mutations"), tracing_mode="real")(*examples)
     if not _outputs_come_from_kernels(traced):
         return "the trace holds no Triton kernel its result comes from"
     splice(graph, node, traced, [bound[n] for n in tensor_names])
