@@ -16,6 +16,7 @@
 // fallback runs on the calling thread, inputs copied to the host first, so draws happen
 // in program order.
 #include "device/generator.h"
+#include "device/npu_graph.h"
 #include "device/npu_stream.h"
 #include "ops.h"
 
@@ -122,6 +123,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                               "copy would not alias the npu tensor); register it for PrivateUse1");
   const auto args = torch::jit::last(*stack, op.schema().arguments().size());
   const c10::Device device = op_device(check_one_device(full, args), args);
+  // A capture refuses the host waits below: queued in stream order instead (npu_graph.h).
+  if (device.type() == kNpu && is_capturing(current_stream(device.index()))) return captured_fallback(op, stack, device);
   const bool draws = route_generators(full, op.schema(), device, stack);
   TORCH_CHECK_NOT_IMPLEMENTED(draws || !op.hasTag(at::Tag::nondeterministic_seeded), "backplane npu: ", full,
                               " has no npu kernel and draws random numbers without a Generator argument: on the "

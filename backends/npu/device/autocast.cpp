@@ -4,8 +4,10 @@
 // op needs, so without this file any op under torch.autocast("npu") fails ("Could not
 // run 'aten::...' ... from the 'Autocastnpu' backend"). The lists are ATen's own
 // (AT_FORALL_* in ATen/autocast_mode.h, which XPU's registration uses too), so they
-// follow the torch this plugin is built against. Backplane's ops get their Autocast
-// kernels from the core, by each op's `autocast:` rule.
+// follow the torch this plugin is built against, with one change PyTorch's reference
+// device (OpenReg) makes: dot runs in float32 (CUDA's lists promote it, so two float16
+// vectors give a float16 sum of products). Backplane's ops get their Autocast kernels
+// from the core, by each op's `autocast:` rule.
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -13,6 +15,7 @@
 
 #include <memory>
 #include <optional>
+#include <string_view>
 
 namespace backplane::npu {
 namespace {
@@ -50,7 +53,12 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 #define BACKPLANE_AUTOCAST_LOWER(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
 #define BACKPLANE_AUTOCAST_FP32(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32)
 #define BACKPLANE_AUTOCAST_FP32_SET_OPT_DTYPE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32_set_opt_dtype)
-#define BACKPLANE_AUTOCAST_PROMOTE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, promote)
+// Every promote op but dot, which is registered as fp32 below (a second registration of
+// one op would override the first with only a warning).
+#define BACKPLANE_AUTOCAST_PROMOTE(op)                 \
+  if (std::string_view(#op) != "dot") {                \
+    KERNEL_PRIVATEUSEONE(op, promote)                  \
+  }
   AT_FORALL_LOWER_PRECISION_FP(BACKPLANE_AUTOCAST_LOWER)
   AT_FORALL_FP32(BACKPLANE_AUTOCAST_FP32)
   AT_FORALL_FP32_SET_OPT_DTYPE(BACKPLANE_AUTOCAST_FP32_SET_OPT_DTYPE)
@@ -60,6 +68,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 #undef BACKPLANE_AUTOCAST_FP32
 #undef BACKPLANE_AUTOCAST_FP32_SET_OPT_DTYPE
 #undef BACKPLANE_AUTOCAST_PROMOTE
+  KERNEL_PRIVATEUSEONE(dot, fp32)
   m.impl(TORCH_SELECTIVE_NAME("aten::binary_cross_entropy"), TORCH_FN(binary_cross_entropy_banned));
 }
 

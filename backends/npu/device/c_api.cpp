@@ -3,7 +3,6 @@
 // torch.Event) do not cover. Every function that can fail returns 0 on success, else a
 // driver error code or 1 with a message (guarded below).
 #include "device/c_api.h"
-#include "device/allocator.h"
 #include "device/launch.h"
 #include "device/npu_stream.h"
 
@@ -37,19 +36,7 @@ BACKPLANE_NPU_C_API int backplane_npu_check_config(char* message, size_t size) {
   return guarded(message, size, [] { backplane::npu::check_config(); });
 }
 
-// out[0]: bytes allocated now, out[1]: peak since start or reset, out[2]: live allocations.
-BACKPLANE_NPU_C_API int backplane_npu_memory_stats(int device, int64_t* out, char* message, size_t size) {
-  return guarded(message, size, [&] {
-    const npuMemStats stats = backplane::npu::memory_stats(device_index(device));
-    out[0] = stats.allocated_bytes;
-    out[1] = stats.peak_bytes;
-    out[2] = stats.allocations;
-  });
-}
-
-BACKPLANE_NPU_C_API int backplane_npu_reset_peak(int device, char* message, size_t size) {
-  return guarded(message, size, [&] { backplane::npu::check(npuMemResetPeak(device_index(device)), "resetting peak memory"); });
-}
+// Memory (statistics, caches, pools): memory_c_api.cpp.
 
 // Test switches (see runtime/npu_runtime.h).
 BACKPLANE_NPU_C_API void backplane_npu_set_skip_host_waits(int skip) { npuTestSetSkipHostWaits(skip != 0); }

@@ -36,8 +36,8 @@ uint64_t NpuGeneratorImpl::seed() {
 }
 
 void NpuGeneratorImpl::set_offset(uint64_t offset) {
-  TORCH_CHECK(offset == 0, "backplane npu: an npu generator has no offset (its state is an mt19937 state, as "
-              "the CPU generator's); expected 0, got ", offset);
+  TORCH_CHECK(offset == 0, "backplane npu: an npu generator does not support set_offset other than 0 (its state "
+              "is an mt19937 state, as the CPU generator's, which has no offset); expected 0, got ", offset);
 }
 
 uint64_t NpuGeneratorImpl::get_offset() const { return 0; }
@@ -98,6 +98,16 @@ using backplane::npu::guarded;
 // The default generator of `device` (checked: c_api.h).
 at::Generator default_of(int device) { return backplane::npu::default_generator(backplane::npu::device_index(device)); }
 
+// fn(the default generator of `device`) with the generator's lock held, guarded.
+template <typename Fn>
+int with_default_locked(int device, char* message, size_t size, Fn&& fn) {
+  return guarded(message, size, [&] {
+    at::Generator generator = default_of(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    fn(generator);
+  });
+}
+
 size_t state_bytes() {
   static const size_t bytes = at::detail::createCPUGenerator().get_state().numel();
   return bytes;
@@ -106,20 +116,12 @@ size_t state_bytes() {
 }  // namespace
 
 BACKPLANE_NPU_C_API int backplane_npu_manual_seed(int device, uint64_t seed, char* message, size_t size) {
-  return guarded(message, size, [&] {
-    at::Generator generator = default_of(device);
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_current_seed(seed);
-  });
+  return with_default_locked(device, message, size, [&](at::Generator& g) { g.set_current_seed(seed); });
 }
 
 // Seeds the generator from a non-deterministic source; *seed receives the seed.
 BACKPLANE_NPU_C_API int backplane_npu_seed(int device, uint64_t* seed, char* message, size_t size) {
-  return guarded(message, size, [&] {
-    at::Generator generator = default_of(device);
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    *seed = generator.seed();
-  });
+  return with_default_locked(device, message, size, [&](at::Generator& g) { *seed = g.seed(); });
 }
 
 BACKPLANE_NPU_C_API int backplane_npu_initial_seed(int device, uint64_t* seed, char* message, size_t size) {
@@ -154,11 +156,17 @@ BACKPLANE_NPU_C_API int backplane_npu_get_rng_state(int device, uint8_t* out, si
 // state of the wrong size, with its message.
 BACKPLANE_NPU_C_API int backplane_npu_set_rng_state(int device, const uint8_t* data, size_t bytes, char* message,
                                                     size_t size) {
-  return guarded(message, size, [&] {
-    at::Generator generator = default_of(device);
-    const at::Tensor state = at::from_blob(const_cast<uint8_t*>(data), {static_cast<int64_t>(bytes)},
-                                           at::TensorOptions().dtype(at::kByte));
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(state);
+  return with_default_locked(device, message, size, [&](at::Generator& g) {
+    g.set_state(at::from_blob(const_cast<uint8_t*>(data), {static_cast<int64_t>(bytes)},
+                              at::TensorOptions().dtype(at::kByte)));
   });
+}
+
+// The default generator's offset: 0 is read, and only 0 is accepted (NpuGeneratorImpl).
+BACKPLANE_NPU_C_API int backplane_npu_set_offset(int device, uint64_t offset, char* message, size_t size) {
+  return with_default_locked(device, message, size, [&](at::Generator& g) { g.set_offset(offset); });
+}
+
+BACKPLANE_NPU_C_API int backplane_npu_get_offset(int device, uint64_t* offset, char* message, size_t size) {
+  return guarded(message, size, [&] { *offset = default_of(device).get_offset(); });
 }

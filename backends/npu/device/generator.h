@@ -25,7 +25,7 @@ struct NpuGeneratorImpl final : c10::GeneratorImpl {
   uint64_t current_seed() const override;
   uint64_t seed() override;
   // An mt19937 state has no offset: 0 is read, and only 0 is accepted (what pickling
-  // and copy.deepcopy of a torch.Generator write back).
+  // and copy.deepcopy of a torch.Generator write back); any other is refused, naming it.
   void set_offset(uint64_t offset) override;
   uint64_t get_offset() const override;
   void set_state(const c10::TensorImpl& new_state) override;  // a CPU generator's state

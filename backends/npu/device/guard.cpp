@@ -23,6 +23,16 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void setDevice(c10::Device d) const override { set_device(index_of(d)); }
   void uncheckedSetDevice(c10::Device d) const noexcept override { npuSetDevice(d.index()); }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
+#if __has_include(<c10/core/DeviceCapability.h>)
+  // torch.accelerator.get_device_capability. The emulated device keeps tensors of every
+  // dtype in host memory and converts between them through the CPU fallback, so every
+  // scalar type is supported (DeviceCapability's default). A vendor clears the bits of the
+  // dtypes its memory or copy engine cannot hold.
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    check_index(index_of(d));
+    return c10::DeviceCapability();
+  }
+#endif
 
   // c10 declares getStream and exchangeStream noexcept: a check that throws there
   // ends the process. On a bad device index or stream id they hand back a stream

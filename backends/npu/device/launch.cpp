@@ -32,8 +32,10 @@ std::vector<std::unique_ptr<Task>>& finished_tasks() {
   return *tasks;
 }
 
+// Runs once, or at every replay of a graph that captured it (npu_graph.h); the driver
+// calls release_task when it no longer needs the task.
 void run_task(void* data) {
-  std::unique_ptr<Task> task(static_cast<Task*>(data));
+  Task* task = static_cast<Task*>(data);
   const bool timed = profiler::recording();
   const int64_t start = timed ? profiler::now_ns() : 0;
   try {
@@ -44,6 +46,10 @@ void run_task(void* data) {
     npuStreamSetError(task->stream, (task->what + ": " + e.what()).c_str());
   }
   if (timed) profiler::record_kernel(task->what, task->device, task->stream_id, task->op, start, profiler::now_ns());
+}
+
+void release_task(void* data) {
+  std::unique_ptr<Task> task(static_cast<Task*>(data));
   std::lock_guard<std::mutex> lock(g_finished_mutex);
   finished_tasks().push_back(std::move(task));
 }
@@ -71,8 +77,8 @@ void launch_on(const c10::Stream& stream, std::string what, std::function<void()
   npuStream_t s = native(stream);
   const uint64_t op = profiler::recording() ? profiler::current_op() : 0;
   auto task = std::make_unique<Task>(Task{s, std::move(what), std::move(fn), stream.device_index(), stream.id(), op});
-  check(npuLaunchHostFunc(s, &run_task, task.get()), "queueing work on a stream");
-  task.release();  // run_task owns it now
+  check(npuLaunchHostTask(s, &run_task, &release_task, task.get()), "queueing work on a stream");
+  task.release();  // the driver owns it now
 }
 
 void launch(c10::DeviceIndex index, std::string what, std::function<void()> fn) {

@@ -108,6 +108,10 @@ void synchronize(const c10::Stream& stream) {
   const npuError_t status = npuStreamSynchronize(s);
   release_finished_work();
   if (status == npuSuccess) return;
+  TORCH_CHECK(status != npuErrorStreamCaptureUnsupported, "backplane npu: waiting for ", stream.device(), " stream ",
+              stream.id(), " while it captures a graph is refused: a host read (.item(), .cpu(), print) or "
+              "synchronize of captured work cannot wait for work that has not run; move it out of the capture "
+              "(the capture is spoilt and ends with an error)");
   char message[1024];
   npuStreamGetError(s, message, sizeof message);
   TORCH_CHECK(false, "backplane npu: work queued on ", stream.device(), " stream ", stream.id(), " failed: ", message);

@@ -9,13 +9,16 @@
 // profiler then counts it as the op's device time (key_averages) and export_chrome_trace
 // draws it on the stream's row.
 // Limits: one session at a time (Kineto runs one); kernels that start before the
-// profile starts or end after it stops are left out, as CUPTI does (the profile waits
+// profile starts or end after it stops are left out, as CUPTI does; workers stamp kernels
+// on the device's own clock, mapped to host time by offsets sampled as the profile
+// starts (clock_map.h) (the profile waits
 // for the current device only, torch.npu.synchronize()); a trace holding
 // both CUDA and npu kernels puts npu:0 and cuda:0 on the same pid (both use the device
 // index, as torch's FunctionEvent.device_index requires).
 #include "profiler/profiler.h"
 
 #include "device/c_api.h"
+#include "profiler/clock_map.h"
 #include "device/npu_stream.h"
 
 #include <c10/util/ApproximateClock.h>
@@ -26,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -63,6 +67,7 @@ struct Recorded {
   std::mutex mutex;
   std::vector<Kernel> kernels;
   int64_t since_ns = 0;  // when the session started: a kernel that began before is left out
+  ClockMap clocks;       // sampled as the session starts
 };
 Recorded& recorded() {
   static auto* r = new Recorded();
@@ -83,7 +88,8 @@ thread_local std::vector<OpenOp> t_open_ops;
 void start_recording() {
   std::lock_guard<std::mutex> lock(recorded().mutex);
   recorded().kernels.clear();
-  recorded().since_ns = now_ns();
+  recorded().clocks.sample(device_count(), &host_now_ns);
+  recorded().since_ns = host_now_ns();
   detail::g_recording.store(true, std::memory_order_relaxed);
 }
 
@@ -100,14 +106,24 @@ uint64_t current_op() {
   return t_open_ops.back().id;
 }
 
-int64_t now_ns() { return c10::getTime(); }
+int64_t host_now_ns() { return c10::getTime(); }
+
+int64_t now_ns() {
+  int device = 0;
+  int64_t ns = 0;
+  npuGetDevice(&device);
+  npuDeviceGetTimestamp(device, &ns);  // a current device is always valid
+  return ns;
+}
 
 void record_kernel(const std::string& name, c10::DeviceIndex device, c10::StreamId stream, uint64_t op,
                    int64_t start_ns, int64_t end_ns) {
   std::lock_guard<std::mutex> lock(recorded().mutex);
-  if (start_ns < recorded().since_ns) return;  // queued and begun in an earlier session
+  const std::optional<int64_t> start = recorded().clocks.to_host(device, start_ns);
+  const std::optional<int64_t> end = recorded().clocks.to_host(device, end_ns);
+  if (!start || !end || *start < recorded().since_ns) return;  // queued and begun in an earlier session
   g_kernels_recorded.fetch_add(1, std::memory_order_relaxed);
-  recorded().kernels.push_back(Kernel{name, device, stream, op, start_ns, end_ns});
+  recorded().kernels.push_back(Kernel{name, device, stream, op, *start, *end});
 }
 
 namespace {
@@ -127,7 +143,7 @@ class EventStubs final : public torch::profiler::impl::ProfilerStubs {
     npuEvent_t e = nullptr;
     check(npuEventCreate(&e, npuEventEnableTiming), "creating a profiler event");
     *event = std::shared_ptr<void>(e, [](void* p) { npuEventDestroy(static_cast<npuEvent_t>(p)); });
-    if (cpu_ns != nullptr) *cpu_ns = now_ns();
+    if (cpu_ns != nullptr) *cpu_ns = host_now_ns();
     check(npuEventRecord(e, native(current_stream(index))), "recording a profiler event");
   }
 
@@ -323,4 +339,12 @@ BACKPLANE_NPU_C_API int backplane_npu_profiler_register() {
 // Kernels timed since the plugin loaded: unchanged while no profile records the device.
 BACKPLANE_NPU_C_API int64_t backplane_npu_profiler_kernels_recorded() {
   return backplane::npu::profiler::g_kernels_recorded.load(std::memory_order_relaxed);
+}
+
+// The device's own clock now (npuDeviceGetTimestamp), in *ns: what kernels are stamped with
+// before the profiler maps them to host time. Tests only.
+BACKPLANE_NPU_C_API int backplane_npu_profiler_device_clock(int device, int64_t* ns, char* message, size_t size) {
+  return backplane::npu::guarded(message, size, [&] {
+    backplane::npu::check(npuDeviceGetTimestamp(backplane::npu::device_index(device), ns), "reading the device clock");
+  });
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -61,6 +62,11 @@ const char* npuGetErrorString(npuError_t error) {
     case npuErrorMemoryAllocation: return "out of memory";
     case npuErrorNotReady: return "not ready";
     case npuErrorLaunchFailure: return "a task queued on the stream failed";
+    case npuErrorStreamCaptureUnsupported:
+      return "not permitted while the stream captures a graph (a host wait or read of captured work; move it out of "
+             "the capture)";
+    case npuErrorStreamCaptureInvalidated: return "the capture was spoilt by a call refused during it";
+    case npuErrorStreamCaptureUnmatched: return "capture begun on a capturing stream, or ended on one not capturing";
   }
   return "unknown error";
 }
@@ -74,7 +80,8 @@ npuError_t npuGetDeviceCount(int* count) {
 const char* npuGetConfigError() {
   device_count();
   task_delay_ms();
-  return config_error().empty() ? nullptr : config_error().c_str();
+  if (config_error().empty()) return memory_config_error();
+  return config_error().c_str();
 }
 
 npuError_t npuGetDevice(int* device) {
@@ -86,6 +93,18 @@ npuError_t npuGetDevice(int* device) {
 npuError_t npuSetDevice(int device) {
   if (!valid_device(device)) return npuErrorInvalidDevice;
   t_current_device = device;
+  return npuSuccess;
+}
+
+// The emulated timer: the host's steady clock from the driver's start, plus the device
+// index in seconds. The start is taken at the first read (a function static, safe from
+// any thread); the steady clock never jumps, so device time never runs backwards.
+npuError_t npuDeviceGetTimestamp(int device, int64_t* ns) {
+  if (ns == nullptr) return npuErrorInvalidValue;
+  if (!valid_device(device)) return npuErrorInvalidDevice;
+  static const auto start = std::chrono::steady_clock::now();
+  const auto since = std::chrono::steady_clock::now() - start;
+  *ns = std::chrono::duration_cast<std::chrono::nanoseconds>(since).count() + int64_t{device} * 1'000'000'000;
   return npuSuccess;
 }
 

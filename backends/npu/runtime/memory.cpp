@@ -4,14 +4,21 @@
 // shifted address is not canonical on x86-64 and AArch64, so host code that reads
 // a device pointer directly (a CPU kernel handed an npu tensor by mistake) faults
 // instead of silently working. Kernels translate with npuDevicePtrToHost.
+//
+// Each device has a capacity (BACKPLANE_NPU_MEMORY_MB, default 16384 MiB): npuMalloc
+// refuses what would take a device past it, as a real device refuses what it lacks, so
+// out-of-memory paths can be tested with small sizes. The capacity limits accounting
+// only; host memory is taken per allocation.
 #include "internal.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace npu_runtime {
@@ -19,6 +26,34 @@ namespace {
 
 constexpr uintptr_t kDeviceTag = uintptr_t{1} << 56;
 constexpr size_t kAlignment = 64;
+constexpr int64_t kDefaultCapacityMiB = 16384;
+constexpr int64_t kMaxCapacityMiB = int64_t{1} << 30;  // 1 PiB: far past any host, short of overflow
+
+struct Capacity {
+  int64_t bytes = 0;  // per device; 0 when the setting is malformed
+  std::string error;  // the malformed setting, or empty
+};
+
+const Capacity& capacity() {
+  static const Capacity* instance = [] {
+    auto* c = new Capacity();  // never destroyed, as memory() below
+    const char* text = std::getenv("BACKPLANE_NPU_MEMORY_MB");
+    if (text == nullptr || *text == '\0') {
+      c->bytes = kDefaultCapacityMiB << 20;
+      return c;
+    }
+    char* end = nullptr;
+    errno = 0;
+    const long long mib = std::strtoll(text, &end, 10);
+    if (errno == 0 && *end == '\0' && mib >= 1 && mib <= kMaxCapacityMiB)
+      c->bytes = static_cast<int64_t>(mib) << 20;
+    else
+      c->error = std::string("BACKPLANE_NPU_MEMORY_MB='") + text + "': expected an integer from 1 to " +
+                 std::to_string(kMaxCapacityMiB) + " (MiB of memory per device)";
+    return c;
+  }();
+  return *instance;
+}
 
 struct Block {
   size_t bytes;
@@ -66,6 +101,9 @@ bool forget_block(uintptr_t p, bool device) {
 }
 
 }  // namespace
+
+const char* memory_config_error() { return capacity().error.empty() ? nullptr : capacity().error.c_str(); }
+
 }  // namespace npu_runtime
 
 using namespace npu_runtime;
@@ -75,14 +113,24 @@ npuError_t npuMalloc(void** ptr, size_t bytes, int device) {
   if (!valid_device(device)) return npuErrorInvalidDevice;
   *ptr = nullptr;
   if (bytes == 0) return npuSuccess;
+  Memory& m = memory();
+  {
+    // Checked again below: this early refusal keeps a request past the capacity from
+    // taking host memory at all (a 1 PiB request must fail, not swap).
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (bytes > static_cast<uint64_t>(capacity().bytes - m.stats[device].allocated_bytes)) return npuErrorMemoryAllocation;
+  }
   void* host = host_alloc(bytes);
   if (host == nullptr) return npuErrorMemoryAllocation;
   std::memset(host, 0xFF, bytes);  // unwritten memory reads as NaN, never as a plausible 0
   const uintptr_t address = reinterpret_cast<uintptr_t>(host) + kDeviceTag;
-  Memory& m = memory();
   std::lock_guard<std::mutex> lock(m.mutex);
-  m.blocks[address] = Block{bytes, device};
   npuMemStats& s = m.stats[device];
+  if (bytes > static_cast<uint64_t>(capacity().bytes - s.allocated_bytes)) {  // another thread took it meanwhile
+    std::free(host);
+    return npuErrorMemoryAllocation;
+  }
+  m.blocks[address] = Block{bytes, device};
   s.allocated_bytes += static_cast<int64_t>(bytes);
   s.peak_bytes = std::max(s.peak_bytes, s.allocated_bytes);
   s.allocations += 1;
@@ -135,6 +183,16 @@ npuError_t npuMemGetStats(int device, npuMemStats* stats) {
   Memory& m = memory();
   std::lock_guard<std::mutex> lock(m.mutex);
   *stats = m.stats[device];
+  return npuSuccess;
+}
+
+npuError_t npuMemGetInfo(int device, size_t* free_bytes, size_t* total_bytes) {
+  if (free_bytes == nullptr || total_bytes == nullptr) return npuErrorInvalidValue;
+  if (!valid_device(device)) return npuErrorInvalidDevice;
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  *total_bytes = static_cast<size_t>(capacity().bytes);
+  *free_bytes = static_cast<size_t>(capacity().bytes - m.stats[device].allocated_bytes);
   return npuSuccess;
 }
 

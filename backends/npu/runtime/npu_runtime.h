@@ -6,7 +6,8 @@
 // What it emulates, in host memory and host threads:
 // - devices: BACKPLANE_NPU_DEVICE_COUNT of them (default 2), a current device per thread;
 // - device memory: addresses the host cannot dereference (see npuDevicePtrToHost), fresh
-//   allocations filled with 0xFF so reads of unwritten memory show, statistics per device;
+//   allocations filled with 0xFF so reads of unwritten memory show, statistics per device,
+//   a capacity per device of BACKPLANE_NPU_MEMORY_MB MiB (default 16384);
 // - streams: one worker thread each, running queued tasks in order; synchronize waits;
 // - events: record on a stream, make a stream wait, query, synchronize, elapsed time.
 // BACKPLANE_NPU_TASK_DELAY_MS=n sleeps n ms before every task, so races show.
@@ -22,6 +23,9 @@ typedef enum {
   npuErrorMemoryAllocation,
   npuErrorNotReady,
   npuErrorLaunchFailure,
+  npuErrorStreamCaptureUnsupported,  // a host wait or query refused while a stream captures
+  npuErrorStreamCaptureInvalidated,  // npuStreamEndCapture: a refused call spoilt the capture
+  npuErrorStreamCaptureUnmatched,    // begin on a capturing stream, or end on one that is not
 } npuError_t;
 
 typedef struct npuStream_* npuStream_t;
@@ -33,7 +37,8 @@ const char* npuGetErrorString(npuError_t error);
 // --- devices --------------------------------------------------------------------
 // npuErrorInvalidValue (and 0 devices) when BACKPLANE_NPU_DEVICE_COUNT is malformed.
 npuError_t npuGetDeviceCount(int* count);
-// The driver's settings (BACKPLANE_NPU_DEVICE_COUNT, BACKPLANE_NPU_TASK_DELAY_MS): a
+// The driver's settings (BACKPLANE_NPU_DEVICE_COUNT, BACKPLANE_NPU_TASK_DELAY_MS,
+// BACKPLANE_NPU_MEMORY_MB): a
 // message naming a malformed one, or null.
 const char* npuGetConfigError();
 npuError_t npuGetDevice(int* device);  // this thread's current device (default 0)
@@ -52,13 +57,17 @@ typedef struct {
   int64_t allocations;      // live allocations
 } npuMemStats;
 
-npuError_t npuMalloc(void** ptr, size_t bytes, int device);  // 0 bytes: *ptr = nullptr
+// 0 bytes: *ptr = nullptr. npuErrorMemoryAllocation past the device's capacity.
+npuError_t npuMalloc(void** ptr, size_t bytes, int device);
 npuError_t npuFree(void* ptr);
 npuError_t npuMallocHost(void** ptr, size_t bytes);  // pinned host memory
 npuError_t npuFreeHost(void* ptr);
 npuError_t npuPointerGetAttributes(npuPointerAttributes* attributes, const void* ptr);  // interior pointers too
 npuError_t npuMemGetStats(int device, npuMemStats* stats);
 npuError_t npuMemResetPeak(int device);
+// The device's capacity (BACKPLANE_NPU_MEMORY_MB MiB; a malformed value gives capacity 0
+// and a message from npuGetConfigError) and what npuMalloc has not handed out of it.
+npuError_t npuMemGetInfo(int device, size_t* free_bytes, size_t* total_bytes);
 // Where emulated device memory lives in this process. Only the emulation has this:
 // kernels here are host code, and they reach device memory through it. A real
 // driver has no such function; its kernels run on the device.
@@ -86,6 +95,42 @@ npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event);  // the las
 npuError_t npuEventQuery(npuEvent_t event);  // npuSuccess when the last record has run (or none)
 npuError_t npuEventSynchronize(npuEvent_t event);
 npuError_t npuEventElapsedTime(float* ms, npuEvent_t start, npuEvent_t end);
+
+// --- graphs -----------------------------------------------------------------------
+// As CUDA's stream capture: between npuStreamBeginCapture and npuStreamEndCapture, what
+// is queued on the stream (host functions, tasks, event records and waits) is recorded
+// into a graph instead of run; npuGraphLaunch queues the whole recording as one task.
+// Limits: one stream per capture (no fork/join across streams); work queued on other
+// streams meanwhile runs as usual. While a stream captures, these are refused with
+// npuErrorStreamCaptureUnsupported and spoil the capture (npuStreamEndCapture then
+// returns npuErrorStreamCaptureInvalidated): npuStreamSynchronize, npuStreamQuery and
+// npuTestHoldStream on it, npuDeviceSynchronize of its device, npuEventQuery and
+// npuEventSynchronize of an event recorded in the capture, and npuStreamWaitEvent of
+// another stream on such an event. Memory is not the driver's business: addresses the
+// recorded tasks use stay valid only as long as their owners keep them (launch.h).
+typedef struct npuGraph_* npuGraph_t;
+// A task that owns user_data: run(user_data) runs it (once; or, if captured, at every
+// launch of the graph), and release(user_data) once when it is no longer needed (after
+// its run, on the stream's worker; or when its graph and the launches queued of it are
+// gone). Neither may throw. npuLaunchHostFunc's fn, if captured, runs at every launch
+// too, with user_data the caller keeps alive.
+npuError_t npuLaunchHostTask(npuStream_t stream, npuHostFn_t run, npuHostFn_t release, void* user_data);
+npuError_t npuStreamBeginCapture(npuStream_t stream);
+npuError_t npuStreamEndCapture(npuStream_t stream, npuGraph_t* graph);  // *graph null on failure
+npuError_t npuStreamIsCapturing(npuStream_t stream, int* capturing);
+npuError_t npuGraphLaunch(npuGraph_t graph, npuStream_t stream);  // refused onto a capturing stream
+npuError_t npuGraphGetNodeCount(npuGraph_t graph, size_t* count);
+npuError_t npuGraphDestroy(npuGraph_t graph);  // safe while launches of it are queued
+
+// --- clock ------------------------------------------------------------------------
+// Each device's own timer, in nanoseconds: what the device stamps its work with. It has
+// no fixed relation to any host clock (the emulation: nanoseconds since the driver
+// started, plus the device index in seconds, so no two devices and no host clock
+// agree). A stream's worker runs as its device (its current device is the stream's), so
+// work that reads the current device's timer on a worker stamps device time. A profiler
+// samples this beside the host's clock to map device time to host time, as Kineto does
+// with CUPTI's GPU timestamps.
+npuError_t npuDeviceGetTimestamp(int device, int64_t* ns);
 
 // --- test switches (emulation only) -------------------------------------------------
 // Host-side waits (stream, event and device synchronize) return at once: lets a test

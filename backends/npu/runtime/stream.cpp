@@ -1,4 +1,6 @@
 // Streams (one worker thread each, tasks run in queue order), events and test holds.
+// While a stream captures a graph (graph.cpp), what is queued on it is recorded instead
+// of run, and the host waits and queries on it are refused.
 #include "internal.h"
 
 #include <algorithm>
@@ -13,27 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-using Clock = std::chrono::steady_clock;
-
-struct npuStream_ {
-  int device = 0;
-  std::mutex mutex;
-  std::condition_variable work;  // a task was queued
-  std::condition_variable done;  // a task finished
-  std::deque<std::function<void()>> queue;
-  uint64_t queued = 0, finished = 0;
-  std::string error;  // the first failure since the last synchronize
-};
-
-// What queued tasks share with the handle: an event may be destroyed while a record
-// or a wait on it is still queued.
-struct EventState {
-  std::mutex mutex;
-  std::condition_variable reached;
-  uint64_t recorded = 0, completed = 0;  // versions: scheduled, and run
-  Clock::time_point when;
-};
 
 struct npuEvent_ {
   std::shared_ptr<EventState> state = std::make_shared<EventState>();
@@ -79,6 +60,7 @@ void drain_at_exit() {
 }
 
 void worker(npuStream_t s) {
+  npuSetDevice(s->device);  // runs as its device: its tasks read that timer (npuDeviceGetTimestamp)
   for (;;) {
     std::function<void()> task;
     {
@@ -98,20 +80,12 @@ void worker(npuStream_t s) {
   }
 }
 
-void enqueue(npuStream_t s, std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lock(s->mutex);
-    s->queue.push_back(std::move(task));
-    s->queued += 1;
-  }
-  s->work.notify_one();
-}
-
 // The event's shared state and its version: the next one to record (bump) or the
 // last one recorded (0: never).
 std::pair<std::shared_ptr<EventState>, uint64_t> event_version(npuEvent_t event, bool bump) {
   std::shared_ptr<EventState> state = event->state;
   std::lock_guard<std::mutex> lock(state->mutex);
+  if (bump) state->pending_capture = nullptr;  // this record, outside any capture, is now the last
   const uint64_t version = bump ? ++state->recorded : state->recorded;
   return {state, version};
 }
@@ -121,7 +95,33 @@ npuError_t take_error(npuStream_t s) {
   return s->error.empty() ? npuSuccess : npuErrorLaunchFailure;
 }
 
+// A task that owns its data: runs it each time it is run (once, or at every launch of a
+// graph that captured it) and releases it when the last copy goes.
+struct OwnedTask {
+  OwnedTask(npuHostFn_t run_fn, npuHostFn_t release_fn, void* user_data)
+      : run(run_fn), release(release_fn), data(user_data) {}
+  npuHostFn_t run, release;
+  void* data;
+  OwnedTask(const OwnedTask&) = delete;
+  OwnedTask& operator=(const OwnedTask&) = delete;
+  ~OwnedTask() { release(data); }
+};
+
 }  // namespace
+
+void enqueue(npuStream_t s, std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (s->capture) {
+      s->capture->nodes.push_back({std::move(task), nullptr});
+      return;
+    }
+    s->queue.push_back(std::move(task));
+    s->queued += 1;
+  }
+  s->work.notify_one();
+}
+
 }  // namespace npu_runtime
 
 using namespace npu_runtime;
@@ -153,8 +153,16 @@ npuError_t npuLaunchHostFunc(npuStream_t stream, npuHostFn_t fn, void* user_data
   return npuSuccess;
 }
 
+npuError_t npuLaunchHostTask(npuStream_t stream, npuHostFn_t run, npuHostFn_t release, void* user_data) {
+  if (stream == nullptr || run == nullptr || release == nullptr) return npuErrorInvalidValue;
+  auto task = std::make_shared<OwnedTask>(run, release, user_data);
+  enqueue(stream, [task] { task->run(task->data); });
+  return npuSuccess;
+}
+
 npuError_t npuStreamSynchronize(npuStream_t stream) {
   if (stream == nullptr) return npuErrorInvalidValue;
+  if (refuse_if_capturing(stream, "npuStreamSynchronize") != npuSuccess) return npuErrorStreamCaptureUnsupported;
   if (!skip_host_waits()) {
     std::unique_lock<std::mutex> lock(stream->mutex);
     const uint64_t target = stream->queued;
@@ -165,6 +173,7 @@ npuError_t npuStreamSynchronize(npuStream_t stream) {
 
 npuError_t npuStreamQuery(npuStream_t stream) {
   if (stream == nullptr) return npuErrorInvalidValue;
+  if (refuse_if_capturing(stream, "npuStreamQuery") != npuSuccess) return npuErrorStreamCaptureUnsupported;
   std::lock_guard<std::mutex> lock(stream->mutex);
   if (!stream->error.empty()) return npuErrorLaunchFailure;
   return stream->finished == stream->queued ? npuSuccess : npuErrorNotReady;
@@ -194,6 +203,9 @@ npuError_t npuDeviceSynchronize(int device) {
     std::lock_guard<std::mutex> lock(g_streams_mutex);
     streams = all_streams();
   }
+  for (npuStream_t s : streams)
+    if (s->device == device && refuse_if_capturing(s, "npuDeviceSynchronize") != npuSuccess)
+      return npuErrorStreamCaptureUnsupported;
   npuError_t result = npuSuccess;
   for (npuStream_t s : streams)
     if (s->device == device && npuStreamSynchronize(s) != npuSuccess) result = npuErrorLaunchFailure;
@@ -214,6 +226,7 @@ npuError_t npuEventDestroy(npuEvent_t event) {
 
 npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
+  if (capture_event_record(stream, event->state)) return npuSuccess;
   // Named copies rather than a structured binding in the capture list (clang 14, which the
   // sanitizer builds use, does not capture bindings).
   auto recorded = event_version(event, /*bump=*/true);
@@ -230,6 +243,21 @@ npuError_t npuEventRecord(npuEvent_t event, npuStream_t stream) {
 
 npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event) {
   if (event == nullptr || stream == nullptr) return npuErrorInvalidValue;
+  {
+    // An event recorded in an open capture: a wait on the capturing stream itself is
+    // already in order (one stream per capture); another stream cannot wait for work
+    // that has not been launched, so that wait is refused and spoils the capture.
+    npuStream_t capturing = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(event->state->mutex);
+      capturing = event->state->pending_capture;
+    }
+    if (capturing == stream) return npuSuccess;
+    if (capturing != nullptr) {
+      refuse_if_capturing(capturing, "npuStreamWaitEvent on another stream for an event recorded in the capture");
+      return npuErrorStreamCaptureUnsupported;
+    }
+  }
   auto recorded = event_version(event, /*bump=*/false);
   if (recorded.second == 0) return npuSuccess;  // never recorded: nothing to wait for
   enqueue(stream, [state = recorded.first, version = recorded.second] {
@@ -239,14 +267,29 @@ npuError_t npuStreamWaitEvent(npuStream_t stream, npuEvent_t event) {
   return npuSuccess;
 }
 
+// The host cannot wait for or ask about a record that an open capture holds: it has
+// not been launched. Refused, spoiling that capture.
+static npuError_t refuse_if_pending_capture(npuEvent_t event, const char* call) {
+  npuStream_t capturing = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(event->state->mutex);
+    capturing = event->state->pending_capture;
+  }
+  if (capturing == nullptr) return npuSuccess;
+  refuse_if_capturing(capturing, call);
+  return npuErrorStreamCaptureUnsupported;
+}
+
 npuError_t npuEventQuery(npuEvent_t event) {
   if (event == nullptr) return npuErrorInvalidValue;
+  if (refuse_if_pending_capture(event, "npuEventQuery") != npuSuccess) return npuErrorStreamCaptureUnsupported;
   std::lock_guard<std::mutex> lock(event->state->mutex);
   return event->state->completed >= event->state->recorded ? npuSuccess : npuErrorNotReady;
 }
 
 npuError_t npuEventSynchronize(npuEvent_t event) {
   if (event == nullptr) return npuErrorInvalidValue;
+  if (refuse_if_pending_capture(event, "npuEventSynchronize") != npuSuccess) return npuErrorStreamCaptureUnsupported;
   if (skip_host_waits()) return npuSuccess;
   EventState& s = *event->state;
   std::unique_lock<std::mutex> lock(s.mutex);
@@ -269,6 +312,7 @@ npuError_t npuEventElapsedTime(float* ms, npuEvent_t start, npuEvent_t end) {
 
 npuError_t npuTestHoldStream(npuStream_t stream, npuHold_t* hold) {
   if (stream == nullptr || hold == nullptr) return npuErrorInvalidValue;
+  if (refuse_if_capturing(stream, "npuTestHoldStream") != npuSuccess) return npuErrorStreamCaptureUnsupported;
   // Never freed (a few bytes per test), so releasing late or twice is harmless.
   npuHold_t h = new npuHold_();
   {

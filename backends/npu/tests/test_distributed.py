@@ -1,6 +1,7 @@
 """The npu device in torch.distributed: loading the plugin registers a c10d backend for it
-(python/backplane_npu/_collectives.py), so dist.init_process_group() with no backend named
-serves npu tensors. A group of one process here (Backplane's own suite also runs two).
+(collectives/, python/backplane_npu/_collectives.py), so dist.init_process_group() with no
+backend named serves npu tensors. A group of one process here (Backplane's own suite also
+runs two; test_collectives.py has the streams).
 `backplane new-backend NAME --dispatch-key PrivateUse1` copies this file with the device
 renamed."""
 import pytest
@@ -19,7 +20,8 @@ pytestmark = [pytest.mark.skipif(not dist.is_available(), reason="this torch has
 def test_a_group_with_no_backend_named_serves_the_device():
     dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)
     try:
-        assert dist.group.WORLD.name() == "npu_gloo"
+        assert dist.group.WORLD._get_backend(torch.device("npu")).name() == "npu_gloo"
+        assert dist.group.WORLD._get_backend(torch.device("cpu")).name() == "npu_gloo"  # CPU tensors too
         x = torch.arange(12.0, device="cpu").view(3, 4).to("npu")
         gathered = torch.zeros(3, 4, device="npu")
         dist.all_gather_into_tensor(gathered, x)  # a group of one: the input, copied into the output
@@ -42,19 +44,19 @@ def test_get_backend_names_the_group_backend():
         dist.destroy_process_group()
 
 
-def test_dtensor_shard_from_one_rank_needs_scatter():
-    # distribute_tensor(..., [Shard(d)]) scatters rank 0's tensor, and the host-staged
-    # backend serves no scatter; with src_data_rank=None each rank keeps its own slice.
+def test_dtensor_shard_placements():
+    # distribute_tensor(..., [Shard(d)]) scatters rank 0's tensor; Shard(0) -> Shard(1)
+    # runs all_to_all.
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
 
     dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)
     try:
         mesh = init_device_mesh("npu", (1,))
-        x = torch.arange(8.0, device="npu")
-        with pytest.raises(NotImplementedError, match="npu_gloo: scatter is not supported by this host-staged process group"):
-            distribute_tensor(x, mesh, [Shard(0)])
-        local = distribute_tensor(x, mesh, [Shard(0)], src_data_rank=None).to_local()
-        torch.testing.assert_close(local.cpu(), torch.arange(8.0), rtol=0, atol=0)
+        x = torch.arange(12.0).view(3, 4)
+        sharded = distribute_tensor(x.to("npu"), mesh, [Shard(0)])
+        torch.testing.assert_close(sharded.to_local().cpu(), x, rtol=0, atol=0)
+        moved = sharded.redistribute(mesh, [Shard(1)])
+        torch.testing.assert_close(moved.full_tensor().cpu(), x, rtol=0, atol=0)
     finally:
         dist.destroy_process_group()

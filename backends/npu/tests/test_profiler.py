@@ -172,3 +172,32 @@ def test_legacy_profiler_times_ops_with_device_events():
         torch.mm(a, a)
     mm = _host_op(prof, "aten::mm")
     assert mm.device_time_total > 0
+
+
+def test_device_clock_is_its_own():
+    # Kernels are stamped on the device's timer, which shares no origin with host time: a
+    # trace that showed its readings unmapped would put them decades from the host's events.
+    host_ns = time.time_ns()
+    assert abs(host_ns - torch.npu._profiler._device_clock_ns(0)) > 10 * 365 * 86400 * 10**9
+    with pytest.raises(RuntimeError, match="device index 99 out of range"):
+        torch.npu._profiler._device_clock_ns(99)
+
+
+def test_chrome_trace_puts_each_kernel_inside_its_host_op(tmp_path):
+    # A copy to the host waits for its kernel inside aten::copy_, so the kernel, stamped on
+    # the device's clock and mapped to host time, must lie within that op's range: on
+    # every device, each with a clock of its own.
+    devices = range(min(torch.npu.device_count(), 2))
+    tensors = [torch.randn(256, 256).to(f"npu:{d}") for d in devices]
+    torch.npu.synchronize()
+    path = tmp_path / "trace.json"
+    _profile(lambda: [t.cpu() for t in tensors]).export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    copies = sorted((e for e in events if e.get("cat") == "cpu_op" and e["name"] == "aten::copy_"),
+                    key=lambda e: e["ts"])
+    kernels = sorted((e for e in events if e.get("cat") == "kernel" and e["name"] == "copy npu to cpu"),
+                     key=lambda e: e["ts"])
+    assert [k["pid"] for k in kernels] == list(devices)
+    assert len(copies) == len(kernels)
+    for host, kernel in zip(copies, kernels):
+        assert host["ts"] <= kernel["ts"] and kernel["ts"] + kernel["dur"] <= host["ts"] + host["dur"], (host, kernel)

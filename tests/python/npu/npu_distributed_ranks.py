@@ -1,7 +1,8 @@
 """The two ranks of test_npu_distributed.py: `python npu_distributed_ranks.py OUT_DIR`.
 
 Spawns two processes, rank r on npu:r, that meet through a file store in OUT_DIR and call
-dist.init_process_group() with no backend named. Each runs every check below in order and
+dist.init_process_group() with no backend named (the plugin's c10d backend, collectives/).
+Each runs every check below in order and
 writes OUT_DIR/rank<r>.json after each: {check name: "ok" or the failure's traceback}. A
 check that fails leaves the others to run. The checks compute the same on both ranks, so a
 failure stops both at the same point; where it stops only one, the other's next
@@ -45,11 +46,10 @@ def raises(call, pattern):
 
 # --- checks: each takes (rank, device) -------------------------------------------------------
 def default_group(rank, dev):
-    from backplane.distributed import HostStagedProcessGroup
-
     group = dist.group.WORLD
-    assert isinstance(group, HostStagedProcessGroup), f"expected the host-staged group; got {group!r}"
-    assert group.name() == "npu_gloo", group.name()
+    for device in ("npu", "cpu"):  # one backend, the plugin's (collectives/), for both
+        assert group._get_backend(torch.device(device)).name() == "npu_gloo", device
+    assert dist.get_backend() == "npu_gloo"
     assert (group.rank(), group.size()) == (rank, WORLD)
 
 
@@ -83,10 +83,42 @@ def all_reduce_non_contiguous(rank, dev):
 def all_reduce_waits_for_queued_work(rank, dev):
     x = torch.ones(64, device=dev)
     hold = torch.npu._hold_stream(rank)
-    torch.ops.backplane.scale_(x, float(rank + 2))  # queued behind the hold
-    threading.Timer(0.2, hold.release).start()
-    dist.all_reduce(x)  # its copy to the host must wait for the scaling
+    try:
+        torch.ops.backplane.scale_(x, float(rank + 2))  # queued behind the hold
+        work = dist.all_reduce(x, async_op=True)  # returns at once; on the stream, it waits for the scaling
+        assert not work.is_completed()
+    finally:
+        hold.release()
+    work.wait()
     same(x, torch.full((64,), 5.0))
+
+
+def collectives_leave_the_issuing_stream_free(rank, dev):
+    # The communication stream held on both ranks: the collective cannot finish, and work
+    # queued after it on the issuing stream runs all the same (a safety timer releases the
+    # hold only if it does not, and the check then fails).
+    from backplane_npu._collectives import comm_stream
+
+    with torch.npu.stream(comm_stream()):
+        hold = torch.npu._hold_stream(rank)
+    late = threading.Event()
+    safety = threading.Timer(30, lambda: (late.set(), hold.release()))
+    safety.start()
+    try:
+        y = torch.full((8,), float(rank + 1), device=dev)
+        work = dist.all_reduce(y, async_op=True)
+        z = torch.ones(4, device=dev)
+        torch.ops.backplane.scale_(z, 3.0)
+        torch.npu.current_stream(rank).synchronize()
+        assert not late.is_set(), "the issuing stream waited for the collective"
+        same(z, torch.full((4,), 3.0))
+        assert not work.is_completed()
+    finally:
+        safety.cancel()
+        if not late.is_set():
+            hold.release()
+    work.wait()
+    same(y, torch.full((8,), 3.0))
 
 
 def all_reduce_cpu(rank, dev):
@@ -172,18 +204,143 @@ def barrier(rank, dev):
 
 def refusals(rank, dev):
     x = torch.ones(4, device=dev)
-    raises(lambda: dist.all_to_all_single(torch.empty(4, device=dev), x),
-           r"^npu_gloo: all_to_all_single is not supported by this host-staged process group; supported: "
-           r"all_reduce, all_reduce_coalesced, broadcast, all_gather, all_gather_into_tensor, reduce_scatter, "
-           r"reduce_scatter_tensor, barrier, send, recv$")
-    raises(lambda: dist.gather(x, [torch.empty(4, device=dev) for _ in range(WORLD)] if rank == 0 else None, dst=0),
-           r"^npu_gloo: gather is not supported")
     raises(lambda: dist.all_reduce(x, op=dist._make_nccl_premul_sum(2.0)),
            r"^npu_gloo: all_reduce does not support ReduceOp.PREMUL_SUM; supported: SUM, PRODUCT, MIN, MAX, BAND, "
            r"BOR, BXOR, AVG$")
     raises(lambda: dist.all_reduce(torch.ones(2, dtype=torch.int32, device=dev), op=Op.AVG),
            r"^npu_gloo: all_reduce with ReduceOp.AVG needs floating-point tensors; got torch.int32")
     same(x, torch.ones(4))  # refused before anything was written
+
+
+# --- every collective against gloo on the CPU: the same call, CPU tensors, a gloo group -------------
+def _inputs(rank):
+    g = torch.Generator().manual_seed(10 + rank)
+    return torch.randn(6, 5, generator=g), torch.randint(-50, 50, (6, 5), generator=g)
+
+
+def _collectives(rank):
+    """(name, run(group, device) -> tensors to compare): each collective as a rank calls it."""
+    x, ints = _inputs(rank)
+    root = 1
+
+    def fresh(t, device):
+        return t.clone().to(device)
+
+    def all_reduce(op, t):
+        def run(group, device):
+            y = fresh(t, device)
+            dist.all_reduce(y, op=op, group=group)
+            return [y]
+        return run
+
+    def reduce(op):
+        def run(group, device):
+            y = fresh(x, device)
+            dist.reduce(y, dst=root, op=op, group=group)
+            return [y] if rank == root else []  # elsewhere, what the buffer holds is unspecified
+        return run
+
+    def broadcast(group, device):
+        y = fresh(x, device)
+        dist.broadcast(y, src=root, group=group)
+        return [y]
+
+    def all_gather(group, device):
+        out = [torch.empty(6, 5, device=device) for _ in range(WORLD)]
+        dist.all_gather(out, fresh(x, device), group=group)
+        return out
+
+    def all_gather_into_tensor(group, device):
+        out = torch.empty(WORLD * 6, 5, device=device)
+        dist.all_gather_into_tensor(out, fresh(x, device), group=group)
+        return [out]
+
+    def gather(group, device):
+        out = [torch.empty(6, 5, device=device) for _ in range(WORLD)] if rank == root else None
+        dist.gather(fresh(x, device), out, dst=root, group=group)
+        return out or []
+
+    def scatter(group, device):
+        pieces = [fresh(x, device) + 100 * r for r in range(WORLD)] if rank == root else None
+        out = torch.empty(6, 5, device=device)
+        dist.scatter(out, pieces, src=root, group=group)
+        return [out]
+
+    def reduce_scatter(op):
+        def run(group, device):
+            out = torch.empty(3, 5, device=device)
+            dist.reduce_scatter(out, [fresh(p, device) for p in x.chunk(WORLD)], op=op, group=group)
+            return [out]
+        return run
+
+    def reduce_scatter_tensor(op):
+        def run(group, device):
+            out = torch.empty(3, 5, device=device)
+            dist.reduce_scatter_tensor(out, fresh(x, device), op=op, group=group)
+            return [out]
+        return run
+
+    def all_to_all_single_uneven(group, device):
+        splits = [[1, 5], [4, 2]]  # rank r sends splits[r][d] rows to rank d
+        send, receive = splits[rank], [splits[src][rank] for src in range(WORLD)]
+        out = torch.empty(sum(receive), 5, device=device)
+        dist.all_to_all_single(out, fresh(x, device), receive, send, group=group)
+        return [out]
+
+    def all_to_all_single_even(group, device):
+        out = torch.empty(6, 5, device=device)
+        dist.all_to_all_single(out, fresh(x, device), group=group)
+        return [out]
+
+    def all_to_all(group, device):
+        out = [torch.empty(3, 5, device=device) for _ in range(WORLD)]  # gloo's takes equal sizes only
+        dist.all_to_all(out, [fresh(p, device) for p in x.chunk(WORLD)], group=group)
+        return out
+
+    return [("all_reduce SUM", all_reduce(Op.SUM, x)), ("all_reduce AVG", all_reduce(Op.AVG, x)),
+            ("all_reduce MAX int", all_reduce(Op.MAX, ints)), ("all_reduce BXOR int", all_reduce(Op.BXOR, ints)),
+            ("reduce SUM", reduce(Op.SUM)), ("reduce AVG", reduce(Op.AVG)), ("reduce MIN", reduce(Op.MIN)),
+            ("broadcast", broadcast), ("all_gather", all_gather), ("all_gather_into_tensor", all_gather_into_tensor),
+            ("gather", gather), ("scatter", scatter), ("reduce_scatter SUM", reduce_scatter(Op.SUM)),
+            ("reduce_scatter_tensor SUM", reduce_scatter_tensor(Op.SUM)),
+            ("reduce_scatter_tensor AVG", reduce_scatter_tensor(Op.AVG)),
+            ("all_to_all_single uneven", all_to_all_single_uneven), ("all_to_all_single", all_to_all_single_even),
+            ("all_to_all", all_to_all)]
+
+
+def against_gloo(rank, dev):
+    gloo = dist.new_group(backend="gloo")
+    for name, run in _collectives(rank):
+        expected = run(gloo, torch.device("cpu"))
+        got = run(None, dev)
+        assert len(got) == len(expected), name
+        for i, (g, e) in enumerate(zip(got, expected)):
+            torch.testing.assert_close(g.cpu(), e, rtol=0, atol=0, msg=lambda m, name=name, i=i: f"{name}[{i}]: {m}")
+    dist.destroy_process_group(gloo)
+
+
+def dtensor_shard(rank, dev):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("npu", (WORLD,))
+    full = torch.arange(24.0).view(4, 6)
+    sharded = distribute_tensor(full.to(dev) if rank == 0 else torch.zeros(4, 6, device=dev), mesh, [Shard(0)])
+    same(sharded.to_local(), full.chunk(WORLD)[rank])  # rank 0's tensor, scattered
+    columns = sharded.redistribute(mesh, [Shard(1)])  # all_to_all
+    same(columns.to_local(), full.chunk(WORLD, dim=1)[rank])
+    same(columns.redistribute(mesh, [Replicate()]).to_local(), full)
+
+
+def tp_decoder(rank, dev):
+    # models.train_tp's check on npu: the tensor-parallel decoder, forward and two AdamW
+    # steps, equals one device (logits, losses, every gradient gathered whole).
+    from torch.distributed.device_mesh import init_device_mesh
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the checkout: models/
+    from models.train_tp import CHECK_SHAPE, check
+
+    check(CHECK_SHAPE, 2, 2, True, dev, init_device_mesh("npu", (WORLD,)), lambda line: None)
 
 
 # --- training: one process on the global batch is the reference ---------------------------------
@@ -259,8 +416,9 @@ def fsdp2(rank, dev):
 
 
 CHECKS = [default_group, all_reduce_ops, all_reduce_non_contiguous, all_reduce_waits_for_queued_work,
-          all_reduce_cpu, all_reduce_async, all_reduce_coalesced, broadcast, all_gather_list, all_gather_into_tensor,
-          reduce_scatter_tensor, reduce_scatter_list, send_recv, barrier, refusals, ddp, fsdp2]
+          collectives_leave_the_issuing_stream_free, all_reduce_cpu, all_reduce_async, all_reduce_coalesced, broadcast,
+          all_gather_list, all_gather_into_tensor, reduce_scatter_tensor, reduce_scatter_list, send_recv, barrier,
+          refusals, against_gloo, dtensor_shard, tp_decoder, ddp, fsdp2]
 
 
 def rank_main(rank, out_dir):

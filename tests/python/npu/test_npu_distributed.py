@@ -1,9 +1,10 @@
-"""The npu device in torch.distributed: the plugin registers a c10d backend for npu when it
-loads (backplane_npu/_collectives.py, backplane.distributed), so dist.init_process_group()
-with no backend named serves npu tensors. In two processes, npu:0 and npu:1: every
-collective the backend serves gives the expected values (ReduceOps, odd shapes, views),
-the ones it does not are refused by name, and DDP and FSDP2 (fully_shard) train as one
-process does on the global batch.
+"""The npu device in torch.distributed: the plugin registers its c10d backend (collectives/)
+for npu when it loads (backplane_npu/_collectives.py), so dist.init_process_group() with no
+backend named serves npu tensors. In two processes, npu:0 and npu:1: every collective
+gives what gloo gives on the CPU (ReduceOps, odd shapes, views, uneven all_to_all), runs on
+a stream of its own that leaves the issuing stream free, refusals name the reason, DTensor
+Shard placements work, and the TP decoder, DDP and FSDP2 (fully_shard) train as one process
+does on the global batch.
 
 The two ranks run once for the file (npu_distributed_ranks.py); each test reads its
 check from their reports."""

@@ -27,7 +27,9 @@ def test_host_code_cannot_read_device_memory():
 
 def test_fresh_memory_is_not_zero():
     # Fresh device memory is filled with 0xFF: an op that reads what nobody wrote shows NaN.
-    assert torch.empty(16, device="npu").isnan().all()
+    # Only a new segment is fresh: the caching allocator hands out reused blocks as they are
+    # (as CUDA's does); 64 MiB is larger than any cached block, so it takes a new one.
+    assert torch.empty(16 << 20, device="npu").isnan().all()
 
 
 def test_allocation_and_argument_errors_are_named():
@@ -44,12 +46,12 @@ def test_memory_stats():
     torch.npu.reset_peak_memory_stats(1)
     before = torch.npu.memory_allocated(1)
     assert torch.npu.max_memory_allocated(1) == before
-    t = torch.empty(1000, device="npu:1")
-    assert torch.npu.memory_allocated(1) == before + 4000
-    assert torch.npu.memory_stats(1)["allocations"] >= 1
+    t = torch.empty(1024, device="npu:1")
+    assert torch.npu.memory_allocated(1) == before + 4096
+    assert torch.npu.memory_stats(1)["allocation.all.current"] >= 1
     del t
     assert torch.npu.memory_allocated(1) == before
-    assert torch.npu.max_memory_allocated(1) == before + 4000
+    assert torch.npu.max_memory_allocated(1) == before + 4096
     with pytest.raises(RuntimeError, match="expected 0 <= index < 2"):
         torch.npu.memory_stats(5)
 

@@ -26,22 +26,29 @@ import sys
 import torch
 
 # The parts PyTorch 2 asks a device module for live in modules of their own, each named
-# for what it serves: _amp (autocast), _random (generators), _profiler, compile/
+# for what it serves: _amp (autocast), _memory (the allocators), _random (generators), _profiler, compile/
 # (torch.compile and AOTInductor, entered through compile._inductor), _collectives
 # (torch.distributed). Each has an on_load(lib) that on_load below calls.
-from . import _amp, _collectives, _device_index, _profiler, _random
+from . import _amp, _collectives, _device_index, _graphs, _memory, _profiler, _random
 from .compile import _inductor
 from ._amp import get_amp_supported_dtype, is_bf16_supported
 from ._device_index import current_device, device_index as _checked_index
-from ._random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
-                      set_rng_state, set_rng_state_all)
+from ._graphs import NPUGraph, graph, is_current_stream_capturing
+from ._memory import (empty_cache, empty_host_cache, graph_pool_handle, host_memory_stats, max_memory_allocated,
+                      max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_snapshot, memory_stats,
+                      reset_accumulated_memory_stats, reset_peak_memory_stats)
+from ._random import (get_offset, get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed,
+                      seed_all, set_offset, set_rng_state, set_rng_state_all)
 
 __all__ = [
-    "Event", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
-    "get_amp_supported_dtype", "get_rng_state", "get_rng_state_all", "initial_seed", "is_bf16_supported",
-    "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory_allocated", "memory_stats",
-    "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "stream",
-    "synchronize",
+    "Event", "NPUGraph", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
+    "get_amp_supported_dtype", "graph", "get_rng_state", "get_rng_state_all", "initial_seed", "is_bf16_supported",
+    "is_current_stream_capturing", "is_initialized", "manual_seed", "manual_seed_all", "seed", "seed_all", "set_device", "set_rng_state",
+    "set_rng_state_all", "stream", "synchronize", "get_offset", "init", "set_offset",
+    # _memory
+    "empty_cache", "empty_host_cache", "graph_pool_handle", "host_memory_stats", "max_memory_allocated",
+    "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved", "memory_snapshot", "memory_stats",
+    "reset_accumulated_memory_stats", "reset_peak_memory_stats",
 ]
 
 _lib: ctypes.CDLL | None = None
@@ -67,8 +74,6 @@ def on_load(plugin_path: str) -> None:
         ("backplane_npu_check_stream", [ctypes.c_int, ctypes.c_int64, *msg], ctypes.c_int),
         ("backplane_npu_set_device", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_synchronize", [ctypes.c_int, *msg], ctypes.c_int),
-        ("backplane_npu_memory_stats", [ctypes.c_int, ctypes.POINTER(ctypes.c_int64), *msg], ctypes.c_int),
-        ("backplane_npu_reset_peak", [ctypes.c_int, *msg], ctypes.c_int),
         ("backplane_npu_check_config", msg, ctypes.c_int),
         ("backplane_npu_set_skip_host_waits", [ctypes.c_int], None),
         ("backplane_npu_hold_current_stream", [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), *msg], ctypes.c_int),
@@ -86,8 +91,8 @@ def on_load(plugin_path: str) -> None:
     if not hasattr(torch, "npu"):
         torch._register_device_module("npu", sys.modules[__name__])
     if not hasattr(torch.Tensor, "is_npu"):
-        torch.utils.generate_methods_for_privateuse1_backend()
-    for part in (_random, _profiler, _inductor, _collectives):
+        torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)  # storage.npu(), storage.is_npu too
+    for part in (_memory, _random, _profiler, _inductor, _collectives, _graphs):
         part.on_load(lib)
 
 
@@ -178,6 +183,11 @@ def _lazy_init() -> None:
     pass
 
 
+def init() -> None:
+    """Initializes the device, as torch.cuda.init does: nothing is left to do once loaded."""
+    _lazy_init()
+
+
 def _is_in_bad_fork() -> bool:
     return False
 
@@ -241,24 +251,6 @@ def stream(s: torch.Stream):
     finally:
         torch.accelerator.set_stream(previous)
         set_device(previous_device)
-
-
-def memory_stats(device=None) -> dict:
-    out = (ctypes.c_int64 * 3)()
-    _checked("backplane_npu_memory_stats", _checked_index(device), out)
-    return {"allocated_bytes": out[0], "peak_allocated_bytes": out[1], "allocations": out[2]}
-
-
-def memory_allocated(device=None) -> int:
-    return memory_stats(device)["allocated_bytes"]
-
-
-def max_memory_allocated(device=None) -> int:
-    return memory_stats(device)["peak_allocated_bytes"]
-
-
-def reset_peak_memory_stats(device=None) -> None:
-    _checked("backplane_npu_reset_peak", _checked_index(device))
 
 
 # --- test switches ----------------------------------------------------------------

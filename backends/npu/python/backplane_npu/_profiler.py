@@ -11,11 +11,14 @@ ordinary profiler shows the device:
 
 Each kernel a stream worker runs while the profile records is a device event named as it
 was queued (`backplane::rms_norm`, `copy cpu to npu`, ...), counted as device time of the
-op that queued it. Profiling only the CPU times nothing on the device.
+op that queued it. Profiling only the CPU times nothing on the device. Kernels are
+stamped on the device's own clock and shown in host time, mapped as each profile starts.
 """
 from __future__ import annotations
 
 import ctypes
+
+from ._device_index import device_index as _index
 
 _lib: ctypes.CDLL | None = None
 _available = False
@@ -27,6 +30,9 @@ def on_load(lib) -> None:
     lib.backplane_npu_profiler_register.restype = ctypes.c_int
     lib.backplane_npu_profiler_kernels_recorded.argtypes = []
     lib.backplane_npu_profiler_kernels_recorded.restype = ctypes.c_int64
+    lib.backplane_npu_profiler_device_clock.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
+                                                        ctypes.c_size_t]
+    lib.backplane_npu_profiler_device_clock.restype = ctypes.c_int
     _lib = lib
     _available = lib.backplane_npu_profiler_register() == 1
 
@@ -39,3 +45,11 @@ def is_available() -> bool:
 def _kernels_recorded() -> int:
     """Kernels the stream workers have timed since load. Tests only."""
     return _lib.backplane_npu_profiler_kernels_recorded() if _lib is not None else 0
+
+
+def _device_clock_ns(device=None) -> int:
+    """The device's own clock now, in nanoseconds (unrelated to any host clock). Tests only."""
+    ns, buf = ctypes.c_int64(), ctypes.create_string_buffer(1024)
+    if _lib.backplane_npu_profiler_device_clock(_index(device), ctypes.byref(ns), buf, len(buf)) != 0:
+        raise RuntimeError(buf.value.decode(errors="replace"))
+    return ns.value

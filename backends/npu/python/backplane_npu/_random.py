@@ -27,6 +27,8 @@ def on_load(lib) -> None:
         ("backplane_npu_rng_state_size", [], ctypes.c_size_t),
         ("backplane_npu_get_rng_state", [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, *msg], ctypes.c_int),
         ("backplane_npu_set_rng_state", [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, *msg], ctypes.c_int),
+        ("backplane_npu_set_offset", [ctypes.c_int, ctypes.c_uint64, *msg], ctypes.c_int),
+        ("backplane_npu_get_offset", [ctypes.c_int, u64, *msg], ctypes.c_int),
     ]:
         getattr(lib, fn).argtypes = args
         getattr(lib, fn).restype = res
@@ -113,3 +115,19 @@ def set_rng_state_all(new_states) -> None:
     """Sets device i's state from the i-th of new_states (get_rng_state_all's list)."""
     for index, state in enumerate(new_states):
         set_rng_state(state, index)
+
+
+def set_offset(offset: int, device=None) -> None:
+    """Sets the offset of the device's default generator. Its state is an mt19937 state,
+    which has no offset: only 0 is accepted (torch.cuda's Philox generators take any)."""
+    if not isinstance(offset, int) or offset < 0 or offset >= 2**64:
+        raise ValueError(f"backplane npu: expected an offset, an int from 0 to 2**64 - 1, "
+                         f"got {offset!r}")
+    _call("backplane_npu_set_offset", _index(device), offset)
+
+
+def get_offset(device=None) -> int:
+    """The offset of the device's default generator: always 0 (see set_offset)."""
+    out = ctypes.c_uint64()
+    _call("backplane_npu_get_offset", _index(device), ctypes.byref(out))
+    return out.value

@@ -30,7 +30,7 @@ import sys
 import torch
 
 from backplane.import_hooks import when_imported
-from . import _host_kernels
+from . import _host_kernels, _reduce_overhead
 from ._device_type import DEVICE as _DEVICE
 from ._inductor_patches import treat_as_cpp
 
@@ -40,6 +40,7 @@ _plugin_files: list[str] = []  # the plugin library: its launch contract is part
 def on_load(lib) -> None:
     _plugin_files.append(lib._name)
     _host_kernels.on_load(lib)
+    _reduce_overhead.on_load(lib)
     when_imported("torch._inductor.codegen.common", _register_inductor)
     when_imported("torch._dynamo.device_interface", _register_dynamo)
     treat_as_cpp(_DEVICE)
