@@ -21,6 +21,7 @@ import triton.language as tl
 
 from .layout import (MAX_ROW_DIMS, acc_type, cdiv, is_dense, merge_dims, multiprocessors, needs_int64,
                      next_power_of_2, padded_rows)
+from .bind_function import bind_function
 from .launch import grid_call, tracing
 from .row_index import row_offset
 
@@ -48,7 +49,7 @@ def _load_dense(ptr, offs, mask, BROADCAST: tl.constexpr, MASKED: tl.constexpr, 
 
 
 @triton.jit
-def _dense_tile(o0, o1, i0, i1, i2, offs, mask, p, FN: tl.constexpr, ACC: tl.constexpr, TWO: tl.constexpr,
+def _dense_tile(o0, o1, i0, i1, i2, offs, mask, p, ACC: tl.constexpr, TWO: tl.constexpr,
                 B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, MASKED: tl.constexpr):
     x0 = _load_dense(i0, offs, mask, B0, MASKED, ACC)
     x1 = _load_dense(i1, offs, mask, B1, MASKED, ACC)
@@ -68,7 +69,7 @@ def _dense_tile(o0, o1, i0, i1, i2, offs, mask, p, FN: tl.constexpr, ACC: tl.con
 
 
 @triton.jit
-def _dense_kernel(o0, o1, i0, i1, i2, n, p: "fp64", FN: tl.constexpr, ACC: tl.constexpr, TWO: tl.constexpr,
+def _dense_kernel(o0, o1, i0, i1, i2, n, p: "fp64", ACC: tl.constexpr, TWO: tl.constexpr,
                   B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BLOCK: tl.constexpr,
                   INT64: tl.constexpr):
     pid = tl.program_id(0)
@@ -79,9 +80,9 @@ def _dense_kernel(o0, o1, i0, i1, i2, n, p: "fp64", FN: tl.constexpr, ACC: tl.co
     offs = start + tl.arange(0, BLOCK)
     pa = tl.cast(p, ACC)
     if start + BLOCK <= n:
-        _dense_tile(o0, o1, i0, i1, i2, offs, offs < n, pa, FN, ACC, TWO, B0, B1, B2, False)
+        _dense_tile(o0, o1, i0, i1, i2, offs, offs < n, pa, ACC, TWO, B0, B1, B2, False)
     else:
-        _dense_tile(o0, o1, i0, i1, i2, offs, offs < n, pa, FN, ACC, TWO, B0, B1, B2, True)
+        _dense_tile(o0, o1, i0, i1, i2, offs, offs < n, pa, ACC, TWO, B0, B1, B2, True)
 
 
 @triton.jit
@@ -93,7 +94,7 @@ def _tile_offsets(rows, cols, d1, d2, t0, t1, t2, tc, ROW_DIMS: tl.constexpr):
 def _strided_kernel(o0, o1, i0, i1, i2, R, C, d1, d2,
                     o0_t0, o0_t1, o0_t2, o0_tc, o1_t0, o1_t1, o1_t2, o1_tc,
                     i0_t0, i0_t1, i0_t2, i0_tc, i1_t0, i1_t1, i1_t2, i1_tc, i2_t0, i2_t1, i2_t2, i2_tc,
-                    col_tiles, p: "fp64", FN: tl.constexpr, ACC: tl.constexpr, TWO: tl.constexpr,
+                    col_tiles, p: "fp64", ACC: tl.constexpr, TWO: tl.constexpr,
                     ROW_DIMS: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, INT64: tl.constexpr):
     pid = tl.program_id(0)
     rows = (pid // col_tiles) * BR + tl.arange(0, BR)
@@ -113,6 +114,23 @@ def _strided_kernel(o0, o1, i0, i1, i2, R, C, d1, d2,
     tl.store(o0 + _tile_offsets(rows, cols, d1, d2, o0_t0, o0_t1, o0_t2, o0_tc, ROW_DIMS), r0, mask=mask)
     if TWO:
         tl.store(o1 + _tile_offsets(rows, cols, d1, d2, o1_t0, o1_t1, o1_t2, o1_tc, ROW_DIMS), r1, mask=mask)
+
+
+class _Bound:
+    """The engine's kernels with one op's FN called by name (bind_function.py: why)."""
+
+    def __init__(self, fn):
+        self.dense = bind_function([_dense_tile, _dense_kernel], fn)["_dense_kernel"]
+        self.strided = bind_function([_strided_kernel], fn)["_strided_kernel"]
+
+
+_bound = {}
+
+
+def bound_kernels(fn) -> _Bound:
+    if fn not in _bound:
+        _bound[fn] = _Bound(fn)
+    return _bound[fn]
 
 
 # Launch plans by layout: (FN, dtype, device, each operand's sizes and strides) -> a
@@ -170,8 +188,8 @@ def _dense_plan(fn, outs, ins, broadcast):
     while block > _MIN_DENSE_BLOCK and cdiv(n, block) < 2 * sms:
         block //= 2
     b = broadcast + [False] * (3 - len(broadcast))
-    launcher = grid_call(_dense_kernel, (cdiv(n, block),))
-    constants = dict(FN=fn, ACC=acc_type(out.dtype), TWO=two, B0=b[0], B1=b[1], B2=b[2], BLOCK=block,
+    launcher = grid_call(bound_kernels(fn).dense, (cdiv(n, block),))
+    constants = dict(ACC=acc_type(out.dtype), TWO=two, B0=b[0], B1=b[1], B2=b[2], BLOCK=block,
                      INT64=needs_int64(*outs, *ins), num_warps=_warps(block, out))
     if two:
         return lambda outs, ins, p: launcher(outs[0], outs[1], ins[0], ins[1], ins[2], n, p, **constants)
@@ -199,9 +217,9 @@ def _strided_plan(fn, outs, ins, sizes, strides):
         per_operand.insert(1, per_operand[0])
         per_operand.append(per_operand[-1])
     col_tiles = cdiv(cols, bc)
-    launcher = grid_call(_strided_kernel, (col_tiles * cdiv(rows, br),))
+    launcher = grid_call(bound_kernels(fn).strided, (col_tiles * cdiv(rows, br),))
     scalars = (rows, cols, row_sizes[1], row_sizes[2], *[s for operand in per_operand for s in operand], col_tiles)
-    constants = dict(FN=fn, ACC=acc_type(out.dtype), TWO=two, ROW_DIMS=row_dims, BR=br, BC=bc,
+    constants = dict(ACC=acc_type(out.dtype), TWO=two, ROW_DIMS=row_dims, BR=br, BC=bc,
                      INT64=needs_int64(*outs, *ins), num_warps=warps)
     if two:
         return lambda outs, ins, p: launcher(outs[0], outs[1], ins[0], ins[1], ins[2], *scalars, p, **constants)
