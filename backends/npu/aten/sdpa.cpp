@@ -40,9 +40,11 @@
 namespace backplane::npu {
 namespace {
 
+// sym_size, not size: torch.export asks with fake tensors of symbolic sizes, and size()
+// there specializes every dimension (a dynamic batch became the constant 3).
 bool fits_the_device(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  return q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && !q.is_nested() && q.size(1) == k.size(1) &&
-         k.size(1) == v.size(1);
+  return q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && !q.is_nested() && q.sym_size(1) == k.sym_size(1) &&
+         k.sym_size(1) == v.sym_size(1);
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

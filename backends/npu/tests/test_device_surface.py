@@ -110,6 +110,22 @@ def test_the_fused_path_is_chosen_where_it_fits():
     assert torch._fused_sdp_choice(q3, q3, q3) == SDPBackend.MATH.value
 
 
+
+class _Attention(torch.nn.Module):
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_choosing_the_fused_path_keeps_a_dynamic_batch_under_export():
+    # The choice runs on fake tensors of symbolic sizes; reading sizes there specialized a
+    # dynamic batch to the example's (models.pipeline's export on npu failed so).
+    q, k, v = _npu(_qkv())
+    batch = torch.export.Dim("batch")
+    exported = torch.export.export(_Attention(), (q, k, v), dynamic_shapes=({0: batch}, {0: batch}, {0: batch}))
+    (placeholder, *_) = [n for n in exported.graph.nodes if n.op == "placeholder"]
+    assert not isinstance(placeholder.meta["val"].shape[0], int), placeholder.meta["val"].shape
+
+
 @pytest.mark.parametrize("case", ["plain", "mask", "causal", "bool_mask", "longer_keys"])
 def test_attention_and_its_gradients_match_the_cpu(case):
     q, k, v = _qkv(kv_len=7 if case == "longer_keys" else None)
