@@ -35,7 +35,12 @@ def test_under_the_interpreter_a_compiled_call_stays_the_plugins_and_says_why():
 
     with backplane.prefer("rms_norm", "cpu"):
         expected = f(x, w)
-    with backplane.prefer("rms_norm", "triton"):
+    # A fresh Inductor cache: a graph found in the cache (an earlier run's, on disk) is not
+    # passed through the selection pass again, so nothing would be recorded (a second CI
+    # run on one machine failed so).
+    from torch._inductor.utils import fresh_cache
+
+    with backplane.prefer("rms_norm", "triton"), fresh_cache():
         torch._dynamo.reset()
         before = len(resolutions())
         got = torch.compile(f, fullgraph=True)(x, w)
