@@ -34,15 +34,20 @@ class Staging {
   std::vector<at::Tensor> read(const std::vector<at::Tensor>& ts) { return each(ts, &Staging::read); }
   std::vector<at::Tensor> write(const std::vector<at::Tensor>& ts) { return each(ts, &Staging::write); }
   std::vector<at::Tensor> update(const std::vector<at::Tensor>& ts) { return each(ts, &Staging::update); }
+  // A list per rank (gather's outputs, scatter's inputs).
+  using Lists = std::vector<std::vector<at::Tensor>>;
+  Lists read(const Lists& lists) { return each(lists, &Staging::read); }
+  Lists write(const Lists& lists) { return each(lists, &Staging::write); }
   void copy_back() {
     for (auto& [home, host] : home_) host_view(home).copy_(host);
   }
 
  private:
-  std::vector<at::Tensor> each(const std::vector<at::Tensor>& ts, at::Tensor (Staging::*f)(const at::Tensor&)) {
-    std::vector<at::Tensor> out;
-    out.reserve(ts.size());
-    for (const auto& t : ts) out.push_back((this->*f)(t));
+  template <class T>
+  std::vector<T> each(const std::vector<T>& items, T (Staging::*f)(const T&)) {
+    std::vector<T> out;
+    out.reserve(items.size());
+    for (const auto& item : items) out.push_back((this->*f)(item));
     return out;
   }
   std::vector<std::pair<at::Tensor, at::Tensor>> home_;
@@ -246,8 +251,7 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::allgather(std::vector<std::vec
   return enqueue(c10d::OpType::ALLGATHER, "all_gather", inputs, flat(outputs),
                  [host = host_, outputs, inputs, opts](Staging& s) {
                    auto in = s.read(inputs);
-                   std::vector<std::vector<at::Tensor>> out;
-                   for (const auto& list : outputs) out.push_back(s.write(list));
+                   auto out = s.write(outputs);
                    finish(host->allgather(out, in, opts));
                  });
 }
@@ -268,7 +272,7 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::allgather_into_tensor_coalesce
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), name_, ": all_gather_into_tensor_coalesced expected as many outputs as "
               "inputs; got ", outputs.size(), " and ", inputs.size());
-  return enqueue(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, "all_gather_into_tensor_coalesced", inputs, outputs,
+  return enqueue(c10d::OpType::COALESCED  /* its own OpType is torch >= 2.12 */, "all_gather_into_tensor_coalesced", inputs, outputs,
                  [host = host_, outputs, inputs, opts](Staging& s) {
                    for (size_t i = 0; i < inputs.size(); ++i) {
                      at::Tensor in = s.read(inputs[i]), out = s.write(outputs[i]);
@@ -283,8 +287,7 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::gather(std::vector<std::vector
   return enqueue(c10d::OpType::GATHER, "gather", inputs, flat(outputs),
                  [host = host_, outputs, inputs, opts](Staging& s) {
                    auto in = s.read(inputs);
-                   std::vector<std::vector<at::Tensor>> out;
-                   for (const auto& list : outputs) out.push_back(s.write(list));
+                   auto out = s.write(outputs);
                    finish(host->gather(out, in, opts));
                  });
 }
@@ -295,8 +298,7 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::scatter(std::vector<at::Tensor
   return enqueue(c10d::OpType::SCATTER, "scatter", flat(inputs), outputs,
                  [host = host_, outputs, inputs, opts](Staging& s) {
                    auto out = s.write(outputs);
-                   std::vector<std::vector<at::Tensor>> in;
-                   for (const auto& list : inputs) in.push_back(s.read(list));
+                   auto in = s.read(inputs);
                    finish(host->scatter(out, in, opts));
                  });
 }
@@ -310,8 +312,7 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::reduce_scatter(std::vector<at:
   return enqueue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", flat(inputs), outputs,
                  [host = host_, outputs, inputs, host_opts, average = average, size = getSize()](Staging& s) {
                    auto out = s.write(outputs);
-                   std::vector<std::vector<at::Tensor>> in;
-                   for (const auto& list : inputs) in.push_back(s.read(list));
+                   auto in = s.read(inputs);
                    finish(host->reduce_scatter(out, in, host_opts));
                    divide(average, out, size);
                  });
@@ -340,7 +341,7 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::reduce_scatter_tensor_coalesce
   auto [op, average] = host_op("reduce_scatter_tensor_coalesced", opts.reduceOp, outputs);
   c10d::ReduceScatterOptions host_opts = opts;
   host_opts.reduceOp = op;
-  return enqueue(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, "reduce_scatter_tensor_coalesced", inputs, outputs,
+  return enqueue(c10d::OpType::COALESCED  /* its own OpType is torch >= 2.12 */, "reduce_scatter_tensor_coalesced", inputs, outputs,
                  [host = host_, outputs, inputs, host_opts, average = average, size = getSize()](Staging& s) {
                    for (size_t i = 0; i < inputs.size(); ++i) {
                      at::Tensor in = s.read(inputs[i]), out = s.write(outputs[i]);
@@ -384,11 +385,37 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::alltoall(std::vector<at::Tenso
   TORCH_CHECK(static_cast<int>(outputs.size()) == getSize() && static_cast<int>(inputs.size()) == getSize(), name_,
               ": all_to_all expected one input and one output per rank (", getSize(), "); got ", inputs.size(),
               " inputs and ", outputs.size(), " outputs");
+  for (const auto& t : inputs) {
+    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), name_, ": all_to_all expected every tensor in ",
+                inputs[0].scalar_type(), "; got ", t.scalar_type());
+  }
+  for (const auto& t : outputs) {
+    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), name_, ": all_to_all expected every tensor in ",
+                inputs[0].scalar_type(), "; got an output in ", t.scalar_type());
+  }
+  // Through gloo's all_to_all_single on flat buffers: its list form is torch >= 2.12 (and
+  // takes equal sizes only), alltoall_base with splits is on every release we support.
   return enqueue(c10d::OpType::ALLTOALL, "all_to_all", inputs, outputs,
                  [host = host_, outputs, inputs, opts](Staging& s) {
                    auto in = s.read(inputs);
                    auto out = s.write(outputs);
-                   finish(host->alltoall(out, in, opts));
+                   std::vector<at::Tensor> flat;
+                   std::vector<int64_t> input_splits, output_splits;
+                   for (const auto& t : in) {
+                     flat.push_back(t.reshape({-1}));
+                     input_splits.push_back(t.numel());
+                   }
+                   for (const auto& t : out) output_splits.push_back(t.numel());
+                   at::Tensor send = at::cat(flat);
+                   at::Tensor receive = at::empty(
+                       {std::accumulate(output_splits.begin(), output_splits.end(), int64_t{0})}, send.options());
+                   // gloo takes the split vectors by reference and may move them: read out's own sizes after.
+                   finish(host->alltoall_base(receive, send, output_splits, input_splits, opts));
+                   int64_t offset = 0;
+                   for (auto& t : out) {
+                     t.copy_(receive.narrow(0, offset, t.numel()).reshape(t.sizes()));
+                     offset += t.numel();
+                   }
                  });
 }
 
