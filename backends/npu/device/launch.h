@@ -15,7 +15,7 @@ namespace backplane::npu {
 // by value in fn stay alive (and their memory allocated) until fn has run, and are
 // released later by a thread that queues or waits for work (release_finished_work),
 // never by the worker. A failure inside fn is reported, naming `what`, by the next
-// synchronize of that stream. While torch.profiler records the device (profiler.h), the
+// synchronize of that stream. While torch.profiler records the device (kernel_timer.h), the
 // worker times fn and reports it as the kernel `what` on its stream.
 void launch(c10::DeviceIndex index, std::string what, std::function<void()> fn);
 // The same on a given stream.

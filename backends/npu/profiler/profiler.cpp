@@ -18,13 +18,15 @@
 #include "profiler/profiler.h"
 
 #include "device/c_api.h"
-#include "profiler/clock_map.h"
+#include "device/kernel_timer.h"
 #include "device/npu_stream.h"
+#include "profiler/clock_map.h"
 
 #include <c10/util/ApproximateClock.h>
 #include <torch/csrc/profiler/stubs/base.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,10 +48,6 @@
 
 
 namespace backplane::npu::profiler {
-
-namespace detail {
-std::atomic<bool> g_recording{false};
-}
 
 namespace {
 
@@ -85,16 +83,31 @@ struct OpenOp {
 };
 thread_local std::vector<OpenOp> t_open_ops;
 
+// The profiler as the device's kernel timer (device/kernel_timer.h), set while a session records.
+class WorkerTimer final : public KernelTimer {
+ public:
+  uint64_t current_op() const override { return profiler::current_op(); }
+  int64_t now_ns() const override { return profiler::now_ns(); }
+  void record(const std::string& name, c10::DeviceIndex device, c10::StreamId stream, uint64_t op, int64_t start_ns,
+              int64_t end_ns) const override {
+    record_kernel(name, device, stream, op, start_ns, end_ns);
+  }
+};
+const WorkerTimer* worker_timer() {
+  static const auto* timer = new WorkerTimer();  // never destroyed: workers outlive statics
+  return timer;
+}
+
 void start_recording() {
   std::lock_guard<std::mutex> lock(recorded().mutex);
   recorded().kernels.clear();
   recorded().clocks.sample(device_count(), &host_now_ns);
   recorded().since_ns = host_now_ns();
-  detail::g_recording.store(true, std::memory_order_relaxed);
+  set_kernel_timer(worker_timer());
 }
 
 std::vector<Kernel> stop_recording() {
-  detail::g_recording.store(false, std::memory_order_relaxed);
+  set_kernel_timer(nullptr);
   std::lock_guard<std::mutex> lock(recorded().mutex);
   return std::exchange(recorded().kernels, {});  // a kernel still running is left out of the next (since_ns)
 }

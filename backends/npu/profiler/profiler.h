@@ -1,6 +1,6 @@
 // Device time for torch.profiler. While a profile that asks for the device's activity
-// (ProfilerActivity.PrivateUse1) is recording, each stream worker times the kernels it
-// runs; profiler.cpp hands them to Kineto as an IActivityProfiler, so they reach
+// (ProfilerActivity.PrivateUse1) is recording, the profiler is the device's kernel timer
+// (device/kernel_timer.h) and each stream worker times the kernels it runs; profiler.cpp hands them to Kineto as an IActivityProfiler, so they reach
 // torch.profiler as kernels on their device and stream, attributed to the op that
 // queued them. Kernels are stamped on the device's own clock and mapped to host time
 // when recorded (profiler.cpp). A real device replaces the timing (run_task) with its
@@ -10,19 +10,10 @@
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
 namespace backplane::npu::profiler {
-
-namespace detail {
-extern std::atomic<bool> g_recording;
-}
-
-// Whether kernels are being timed. This relaxed load, once where work is queued and
-// once where it runs, is all the profiler costs while it is off.
-inline bool recording() { return detail::g_recording.load(std::memory_order_relaxed); }
 
 // The profiled op that is running on this thread (Kineto's correlation id; 0 for none):
 // work queued now is attributed to it.

@@ -16,6 +16,8 @@ backplane.load("npu")
 
 DEVICE = "npu"
 DEV = getattr(torch, DEVICE)
+# These two compile: a device made `--without compile` has no torch.compile to capture.
+needs_compile = pytest.mark.skipif("compile" not in DEV.PARTS, reason="this device was made --without compile")
 
 
 def _model(optimizer: str):
@@ -233,6 +235,7 @@ def test_accelerator_graph_as_a_context_manager_empties_the_pinned_cache():
     torch.testing.assert_close(x.cpu(), torch.full((3,), 2.0))
 
 
+@needs_compile
 def test_compiled_kernels_are_captured_and_replayed():
     def fn(x, w):
         return torch.nn.functional.silu(x * 2 + 1) @ w
@@ -249,6 +252,7 @@ def test_compiled_kernels_are_captured_and_replayed():
     torch.testing.assert_close(out.cpu(), fn(fresh, w.cpu()), rtol=1e-5, atol=1e-5)
 
 
+@needs_compile
 def test_reduce_overhead_warns_once_that_it_runs_without_graphs():
     import warnings
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import importlib
 import os
 import sys
 
@@ -29,8 +30,8 @@ import torch
 # for what it serves: _amp (autocast), _memory (the allocators), _random (generators), _profiler, compile/
 # (torch.compile and AOTInductor, entered through compile._inductor), _collectives
 # (torch.distributed). Each has an on_load(lib) that on_load below calls.
-from . import _amp, _collectives, _device_index, _graphs, _memory, _profiler, _random
-from .compile import _inductor
+from . import _amp, _device_index, _graphs, _memory, _random
+from ._parts import PARTS
 from ._amp import get_amp_supported_dtype, is_bf16_supported
 from ._device_index import current_device, device_index as _checked_index
 from ._graphs import NPUGraph, graph, is_current_stream_capturing
@@ -39,6 +40,12 @@ from ._memory import (empty_cache, empty_host_cache, graph_pool_handle, host_mem
                       reset_accumulated_memory_stats, reset_peak_memory_stats)
 from ._random import (get_offset, get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed,
                       seed_all, set_offset, set_rng_state, set_rng_state_all)
+
+# The optional parts (`backplane new-backend --without PART` leaves one out), each by the
+# module that installs it: exactly those PARTS names are imported, so a listed part that
+# fails to import raises as any import does.
+_PART_MODULES = {"profiler": "._profiler", "compile": ".compile._inductor", "collectives": "._collectives"}
+_parts = [importlib.import_module(module, __name__) for part, module in _PART_MODULES.items() if part in PARTS]
 
 __all__ = [
     "Event", "NPUGraph", "Stream", "current_device", "current_stream", "default_stream", "device_count", "is_available",
@@ -92,7 +99,7 @@ def on_load(plugin_path: str) -> None:
         torch._register_device_module("npu", sys.modules[__name__])
     if not hasattr(torch.Tensor, "is_npu"):
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)  # storage.npu(), storage.is_npu too
-    for part in (_memory, _random, _profiler, _inductor, _collectives, _graphs):
+    for part in (_memory, _random, *_parts, _graphs):
         part.on_load(lib)
 
 
