@@ -9,6 +9,12 @@ launcher(out, *op_arguments) (two outputs: launcher(out0, out1, *args); an op th
 an argument: launcher(*args)), with outputs already allocated by the core, writes them and
 returns None.
 
+Ops of its own: the manifest may name a registry fragment (`registry: ops.yaml`, relative
+to the manifest, as a library's manifest does: docs/vendor-ops.md). The core reads, checks
+and defines it; nothing here reads it. The core defines it after target() has imported the
+package and before launchers() is called, so kernels() may key those ops by id
+("tlx::scale_add") while the package's import-time code cannot use them yet.
+
 install() hands the core's loader two functions through the bridge extension
 (backplane._python_kernels, python/src/python_kernels.cpp):
 

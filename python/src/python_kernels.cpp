@@ -265,6 +265,17 @@ std::pair<std::vector<std::string>, std::vector<std::string>> mismatch(
   return {undeclared, unserved};
 }
 
+// Where kernels() keys one of the plugin's own ops by its bare name ("scale_add") and the
+// manifest lists it by id ("tlx::scale_add"), what to change; nullopt otherwise.
+std::optional<std::string> own_op_keyed_by_name(const std::vector<std::string>& undeclared,
+                                                const std::vector<std::string>& declared) {
+  for (const auto& op : undeclared)
+    for (const auto& listed : declared)
+      if (listed.size() > op.size() + 2 && listed.compare(listed.size() - op.size() - 2, std::string::npos, "::" + op) == 0)
+        return "kernels() names a plugin's own op by its id, as the manifest does: '" + listed + "', not '" + op + "'";
+  return std::nullopt;
+}
+
 std::optional<std::string> offer(const KindFunctions& fns, const BackendRecord& record) {
   if (!python_alive()) return std::string("Python has shut down in this process");
   std::vector<std::pair<std::string, PyObject*>> launchers;  // new references
@@ -291,7 +302,8 @@ std::optional<std::string> offer(const KindFunctions& fns, const BackendRecord& 
   const auto [undeclared, unserved] = mismatch(launchers, record.ops);
   if (!undeclared.empty())
     return "its package '" + record.python_module + "' serves [" + detail::join(undeclared) + "], which its manifest " +
-           record.path + " does not list (it lists [" + detail::join(record.ops) + "]): add them to the manifest's ops";
+           record.path + " does not list (it lists [" + detail::join(record.ops) + "]): " +
+           own_op_keyed_by_name(undeclared, record.ops).value_or("add them to the manifest's ops");
   if (!unserved.empty())
     return "its manifest " + record.path + " lists [" + detail::join(unserved) + "], which its package '" +
            record.python_module + "' does not serve (its kernels() has no launcher for them): take them out of the "

@@ -201,14 +201,17 @@ void contract_cases(const OpDef& op, std::vector<Case>& cases) {
   if (op.tensor_args.size() >= 2) {
     const std::string second = op.tensor_args[1];
     const int second_pos = op.arg_index(second);
-    cases.push_back(error_case(op, "mixed_dtypes", q + "arguments '" + first + "' and '" + second + "' must share one dtype",
-                               [=, &op](std::vector<c10::IValue>& args, c10::ScalarType dtype, c10::Device) {
-                                 c10::ScalarType other = dtype;
-                                 for (auto d : op.dtypes)
-                                   if (d != dtype) other = d;
-                                 if (other == dtype) other = bad;
-                                 args[second_pos] = args[second_pos].toTensor().to(other);
-                               }));
+    // Two dtypes the op supports, else no such call exists: with one, the second argument's
+    // dtype would be unsupported, which the contract reports first (bad_dtype's case).
+    if (op.dtypes.size() >= 2) {
+      cases.push_back(error_case(op, "mixed_dtypes", q + "arguments '" + first + "' and '" + second + "' must share one dtype",
+                                 [=, &op](std::vector<c10::IValue>& args, c10::ScalarType dtype, c10::Device) {
+                                   c10::ScalarType other = dtype;
+                                   for (auto d : op.dtypes)
+                                     if (d != dtype) other = d;
+                                   args[second_pos] = args[second_pos].toTensor().to(other);
+                                 }));
+    }
     cases.push_back(error_case(op, "mixed_devices", q + "arguments '" + first + "' and '" + second + "' must be on one device",
                                [=](std::vector<c10::IValue>& args, c10::ScalarType, c10::Device) {
                                  args[second_pos] = args[second_pos].toTensor().cpu();

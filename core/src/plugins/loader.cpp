@@ -112,7 +112,7 @@ class Loader {
     if (record.status != BackendStatus::Available) return record;
     if (record.kind != "shared_library") {
       const std::optional<detail::KindOpener> kind = detail::find_kind_opener(record.kind);
-      return opener_.open_kind(std::move(record), *kind);  // with_kind_target found it
+      return opener_.open_kind(std::move(record), *kind, fragment);  // with_kind_target found it
     }
     return opener_.open(std::move(record), fragment);
   }

@@ -75,6 +75,16 @@ void read_python_side(const std::string& path, const YAML::Node& root, Manifest&
   }
 }
 
+// registry, where given (both kinds): the plugin's own ops (vendor_ops.h), a fragment
+// relative to the manifest's directory, found there by either kind's loader.
+void read_registry(const std::string& path, const YAML::Node& root, Manifest& m) {
+  if (!root["registry"]) return;
+  m.registry = field<std::string>(path, root, "registry", "a registry fragment file");
+  if (m.registry.empty() || m.registry[0] == '/' || m.registry.find("..") != std::string::npos)
+    fail(path, root["registry"], "key 'registry' should be a file relative to the manifest, without '..'; found '" +
+                                     m.registry + "'");
+}
+
 std::string range_field(const std::string& path, const YAML::Node& root, const char* key) {
   const std::string range = field<std::string>(path, root, key, "a version range such as \">=2.11,<3\"");
   if (auto why = version_range_error(range)) fail(path, root[key], std::string("key '") + key + "': " + *why);
@@ -84,7 +94,8 @@ std::string range_field(const std::string& path, const YAML::Node& root, const c
 // kind: triton (manifest.h): its own keys, and none of a library's.
 void read_triton_manifest(const std::string& path, const YAML::Node& root, Manifest& m) {
   static const std::set<std::string> known = {"backplane_plugin_abi", "name", "version", "kind", "dispatch_key",
-                                              "ops", "python_module", "python_path", "triton", "torch"};
+                                              "ops", "python_module", "python_path", "triton", "torch",
+                                              "registry"};
   if (auto problem = detail::find_unknown_key(root, known, "triton manifest"))
     fail(path, problem->node, problem->message);
   if (m.dispatch_key != "CUDA")
@@ -93,6 +104,7 @@ void read_triton_manifest(const std::string& path, const YAML::Node& root, Manif
   if (!root["python_module"]) fail(path, root, "missing key 'python_module' (the package whose kernels() gives its "
                                                "launchers: a plugin of kind triton has no library)");
   read_python_side(path, root, m);
+  read_registry(path, root, m);
   m.triton_versions = range_field(path, root, "triton");
   m.torch_versions = range_field(path, root, "torch");
   m.cxx11_abi = cxx11_abi();  // nothing of C++ crosses: Python objects only
@@ -151,12 +163,7 @@ Manifest read_manifest(const std::string& path) {
   }
   read_python_side(path, root, m);
   if (root["build_type"]) m.build_type = field<std::string>(path, root, "build_type", "a CMake build type such as Release");
-  if (root["registry"]) {
-    m.registry = field<std::string>(path, root, "registry", "a registry fragment file");
-    if (m.registry.empty() || m.registry[0] == '/' || m.registry.find("..") != std::string::npos)
-      fail(path, root["registry"], "key 'registry' should be a file relative to the manifest, without '..'; found '" +
-                                       m.registry + "'");
-  }
+  read_registry(path, root, m);
   return m;
 }
 
@@ -182,6 +189,7 @@ std::string triton_manifest_to_yaml(const Manifest& m) {
       << "python_module: " << m.python_module << "\n"
       << (m.python_path.empty() ? "" : "python_path: " + m.python_path + "\n")
       << "ops: " << ops_list(m.ops) << "\n"
+      << (m.registry.empty() ? "" : "registry: " + m.registry + "\n")
       << "triton: \"" << m.triton_versions << "\"\n"
       << "torch: \"" << m.torch_versions << "\"\n";
   return out.str();

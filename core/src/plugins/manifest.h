@@ -19,8 +19,8 @@ struct BACKPLANE_API Manifest {
   // its kernels are Python launchers that its package (python_module) returns from
   // kernels(), offered to the core by the Python bridge (python/src/python_kernels.cpp).
   // A triton manifest has name, version, dispatch_key (CUDA), python_module (python_path
-  // optional), ops, and the ranges `triton` and `torch`; none of the library's keys
-  // (torch_version, cxx11_abi, torch_abi, registration, registry).
+  // optional), ops, the ranges `triton` and `torch`, and `registry` where it brings ops of
+  // its own; none of the library's keys (torch_version, cxx11_abi, torch_abi, registration).
   std::string kind = "shared_library";
   std::string triton_versions;  // kind triton: the Triton releases it runs under (version_range.h)
   std::string torch_versions;   // kind triton: the torch releases it runs under
@@ -47,8 +47,8 @@ struct BACKPLANE_API Manifest {
   std::string python_module;
   std::string python_path;
   // The plugin's own ops (vendor_ops.h): a registry fragment, relative to the manifest's
-  // directory; empty: the plugin implements core registry ops only. Its ops appear in
-  // `ops` by id ("acme::fused_gelu").
+  // directory (either kind); empty: the plugin implements core registry ops only. Its ops
+  // appear in `ops` by id ("acme::fused_gelu").
   std::string registry;
   // The CMake build type it was compiled under ("Release", "Debug", ...; "none" when no
   // CMAKE_BUILD_TYPE was given: the compiler's defaults, unoptimised); empty in a manifest

@@ -11,8 +11,11 @@
 
 namespace backplane::detail {
 
-BackendRecord PluginOpener::open_kind(BackendRecord record, const KindOpener& opener) {
+BackendRecord PluginOpener::open_kind(BackendRecord record, const KindOpener& opener,
+                                      const std::optional<Fragment>& fragment) {
   const std::string& name = record.name;
+  // Its own ops first, as for a library: the opener offers its kernels for them.
+  if (!define_own_ops(record, fragment)) return record;
   auto failed = [&](const std::string& why) {
     withdraw_offers(name);
     record.status = BackendStatus::Failed;

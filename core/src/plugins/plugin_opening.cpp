@@ -20,15 +20,7 @@ BackendRecord PluginOpener::open(BackendRecord record, const std::optional<Fragm
     return record;
   }
   // Its own ops first: its kernels register for them while dlopen runs.
-  if (fragment) {
-    try {
-      define_fragment(*fragment, name);
-    } catch (const std::exception& e) {
-      record.status = BackendStatus::Rejected;
-      record.reason = "its registry fragment is refused: " + std::string(e.what());
-      return record;
-    }
-  }
+  if (!define_own_ops(record, fragment)) return record;
   // RTLD_LOCAL: a plugin's symbols stay its own (plugins also build with hidden
   // visibility). The handle is deliberately never closed.
   // Its kernels register during dlopen, through the core (kernel.h), which checks each
@@ -92,6 +84,18 @@ BackendRecord PluginOpener::open(BackendRecord record, const std::optional<Fragm
   record.status = BackendStatus::Loaded;
   record.ops = registered_ops(before, after, record.dispatch_key, loading.offered);
   return record;
+}
+
+bool PluginOpener::define_own_ops(BackendRecord& record, const std::optional<Fragment>& fragment) {
+  if (!fragment) return true;
+  try {
+    define_fragment(*fragment, record.name);
+  } catch (const std::exception& e) {
+    record.status = BackendStatus::Rejected;
+    record.reason = "its registry fragment is refused: " + std::string(e.what());
+    return false;
+  }
+  return true;
 }
 
 // A throw that unwound through dlopen leaves glibc's loader lock held and the library

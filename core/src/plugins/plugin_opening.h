@@ -23,8 +23,9 @@ class PluginOpener {
   BackendRecord open(BackendRecord record, const std::optional<Fragment>& fragment);
 
   // The same for a plugin of another kind (record as with_kind_target gave it, Available):
-  // its opener offers its kernels while it counts as loading (plugin_kind_opening.cpp).
-  BackendRecord open_kind(BackendRecord record, const KindOpener& opener);
+  // its fragment's ops are defined, then its opener offers its kernels while it counts as
+  // loading (plugin_kind_opening.cpp).
+  BackendRecord open_kind(BackendRecord record, const KindOpener& opener, const std::optional<Fragment>& fragment);
 
   // Whether `name` was dlopen'ed in this process: reopening would return the same handle
   // without running its registrations again, so it would pass for loaded.
@@ -32,6 +33,9 @@ class PluginOpener {
 
  private:
   BackendRecord threw_while_opening(BackendRecord& record, const std::string& why);
+  // Defines `fragment`'s ops, before any kernel of the plugin registers for them; false,
+  // with `record` Rejected and why, where define_fragment refuses them.
+  static bool define_own_ops(BackendRecord& record, const std::optional<Fragment>& fragment);
 
   std::set<std::string> opened_;
   std::string poisoned_;  // why no plugin may be opened any more (threw_while_opening)
