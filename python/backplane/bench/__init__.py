@@ -40,7 +40,7 @@ from .engine import engine, run
 from .noise import noise_warnings, noisy_copy_groups
 from .results import CallCost, Row, call_costs, check_run, load, machine, merge, mode_of, peak_flops, rows
 from .tables import call_cost_table, format_table, markdown, percent_of_peak, side_by_side, table
-from .triton_rows import add_triton_rows, split_backends
+from .triton_rows import add_triton_rows, split_backends, triton_only
 
 __all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "compiled_rows", "engine",
            "format_comparison",
@@ -70,10 +70,7 @@ def main(argv=None) -> int:
             # triton_rows.py the triton ones after it, beside the engine's reference rows.
             library, tritons = split_backends(args.backends)
             if tritons and not library:
-                raise ValueError(f"--backends {args.backends}: triton plugins only; their rows are read against the "
-                                 "reference and copy_ rows the engine times for a library backend on their device: "
-                                 f"name one beside them (--backends cuda,{tritons[0]}; cpu,{tritons[0]} under "
-                                 "TRITON_INTERPRET=1)")
+                raise ValueError(triton_only(args.backends, tritons))
             results = run(library, args.ops, args.dtypes, args.shapes, repetitions, args.json,
                           quiet=True, extra=extra, cuda_graph=args.cuda_graph, backward=args.backward,
                           cold_l2=args.cold_l2)

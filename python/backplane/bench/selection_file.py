@@ -174,22 +174,29 @@ def _mode_for(target: str) -> int:
         return 0o666 & ~umask
 
 
+def _applied_quietly(path) -> None:
+    """apply_selection(path) as a parse check: the plugins the file names were loaded by the
+    engine's process, not necessarily by this one, so "not loaded" says nothing here, nor
+    does "`inductor` buckets changed" (no function compiled here keeps a choice; compile mode
+    resets Dynamo per candidate)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not loaded.*")
+        warnings.filterwarnings("ignore", message=r".*`inductor` buckets changed.*")
+        backplane.apply_selection(path)
+
+
 def _read_back(path: str, shown: str) -> None:
     """The core's own reader on `path` (backplane.apply_selection: the C API's parser, with
     nothing else to read it without applying), then the selection in force before put back."""
     before = backplane.selection_file()
     try:
-        # A parse check only: the plugins the file names were loaded by the engine's process,
-        # not necessarily by this one, so the core's "not loaded" warning says nothing here.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*not loaded.*")
-            backplane.apply_selection(path)
+        _applied_quietly(path)
     except (ValueError, RuntimeError, backplane.BackendError) as e:
         raise OutError(f"--out {shown}: the core refuses the selection file made from these figures, so "
                        f"{shown} is left as it was: {str(e).replace(path, shown)}") from None
     finally:
         try:
-            backplane.apply_selection(before or None)
+            _applied_quietly(before or None)
         except (ValueError, RuntimeError, backplane.BackendError) as e:  # the old file changed meanwhile
             backplane.apply_selection(None)
             warnings.warn(f"the selection file in force before ({before}) could not be applied again after "

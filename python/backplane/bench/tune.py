@@ -5,6 +5,7 @@ and dtype, decided by measurement in the mode the deployment runs.
                    [--shapes all|NAME,...] [--dtypes float32,bfloat16] [--repetitions N]
                    [--margin 5] [--alpha 0.05] [--out selection.yaml]
     backplane tune --backends cuda --mode compile ...          # cuda against inductor
+    backplane tune --backends cuda,triton ...                  # a plugin of kind triton beside cuda
     backplane tune --backends cuda,cuda_alt --from-json run.json [--margin 5] [--out ...]
 
 Modes (--mode, default eager):
@@ -17,6 +18,12 @@ Modes (--mode, default eager):
   fusion counts (tune_compile.py); the candidates are the named plugins serving the op and
   `inductor` (Inductor's code for the registry reference). One plugin is enough;
   `--cuda-graph` then replays the compiled step from a CUDA graph on cuda.
+A plugin of kind triton (Python launchers) among --backends (tune_triton.py): in eager and
+graph modes the engine times the library backends and bench's triton step (triton_rows.py)
+the triton plugin's rows after it, in this process, with the same stop rule and
+repetitions; the decision reads both alike. It needs a library backend on its device
+(refused otherwise, as bench refuses it), except in compile mode, where it is a candidate
+as any plugin is.
 Every candidate is timed --repetitions times (default 3 for eager and graph, 5 for
 compile) over the registry's bench presets (`--shapes`: all by default). `--from-json`
 decides from an earlier run's engine JSON (`tune --json`, `bench --json`) instead of
@@ -51,8 +58,9 @@ import warnings
 import backplane
 
 from .._native import core
-from . import selection_file, tune_ranks
+from . import selection_file, tune_ranks, tune_triton
 from .selection_file import selection_yaml, text_of
+from .triton_rows import add_triton_rows, split_backends
 # Measured, dispatch_keys and preset_sizes: tune's names before tune_decision.py held them.
 from .tune_decision import (Decision, Measured, cells_from_run, decide_cells, dispatch_keys,  # noqa: F401
                             preset_sizes)
@@ -73,7 +81,8 @@ def decide(results: dict, ops, backends: list[str], margin: float = 0.05, alpha:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="backplane tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default=os.environ.get("BACKPLANE_BACKENDS") or "",
-                   help="the plugins to choose among, in their load order (the first serving an op is its incumbent)")
+                   help="the plugins to choose among, in their load order (the first serving an op is its incumbent); "
+                        "a triton plugin needs a library backend on its device beside it, except in compile mode")
     p.add_argument("--mode", choices=MODES,
                    help="how candidates are timed: eager calls (the default), CUDA-graph replays, or compiled")
     p.add_argument("--ops", default="")
@@ -121,6 +130,9 @@ def _checked(args, mode: str) -> list[str]:
         backends = [] if not args.backends else core().backend_names(args.backends, "--backends")
     except backplane.BackendNameError as e:
         raise UsageError(str(e)) from None
+    refused = tune_triton.refusal(backends, text_of(args.backends), mode, timing=not args.from_json)
+    if refused:
+        raise UsageError(refused)
     least = 1 if mode == "compile" else 2
     if len(backends) < least or "none" in backends:
         wanted = ("one or more plugins (compile mode also times inductor)" if least == 1
@@ -146,12 +158,18 @@ def _figures(args, backends: list[str], cuda_graph: bool, repetitions: int) -> d
             raise ValueError(f"--from-json: expected the benchmark engine's JSON, found: {e}") from e
     extra = [f"--min-time={args.min_time}"] if args.min_time else []
     extra += [f"--max-time={args.max_time}"] if args.max_time else []
+    library, tritons = split_backends(backends)
+    # In a job, rank 0's figures decide, and only rank 0 keeps them: ranks sharing a
+    # file system would otherwise write one --json file at once.
+    kept = args.json if tune_ranks.rank() == 0 else None
     with tune_ranks.engine_on_this_ranks_gpu():
-        # In a job, rank 0's figures decide, and only rank 0 keeps them: ranks sharing a
-        # file system would otherwise write one --json file at once.
-        kept = args.json if tune_ranks.rank() == 0 else None
-        return bench.run(backends, args.ops, args.dtypes, args.shapes, repetitions, kept, quiet=True,
-                         extra=extra, cuda_graph=cuda_graph)
+        results = bench.run(library, args.ops, args.dtypes, args.shapes, repetitions, kept, quiet=True,
+                            extra=extra, cuda_graph=cuda_graph)
+    if tritons:  # timed here, after the engine, as its reference rows were (tune_triton.py)
+        with warnings.catch_warnings():  # "add on CPU is offered by 'cpu', 'triton'": each row prefers its plugin
+            warnings.filterwarnings("ignore", message=r"backplane: .* is offered by ")
+            add_triton_rows(results, tritons, args.min_time, args.max_time, kept)
+    return results
 
 
 def _load(backends: list[str]) -> None:
@@ -254,10 +272,11 @@ def _selection_text(args, argv, backends: list[str], mode: str, cuda_graph: bool
 
 def main(argv=None) -> int:
     """Exit 0; 2: bad flags, a backend list too short for the mode (two plugins; one in
-    compile mode), an --out that cannot be written (said before any timing) or whose file
-    the core refuses, a --from-json file that is not the engine's JSON, an engine that
-    failed, or (in a distributed job) a rank that failed. The file --out names is replaced
-    whole, or left as it was."""
+    compile mode), a triton plugin that cannot serve here or (eager, graph) has no library
+    backend on its device in the list, an --out that cannot be written (said before any
+    timing) or whose file the core refuses, a --from-json file that is not the engine's
+    JSON, an engine that failed, or (in a distributed job) a rank that failed. The file
+    --out names is replaced whole, or left as it was."""
     args = parser().parse_args(argv)
     try:
         mode, cuda_graph = resolve_mode(args)
