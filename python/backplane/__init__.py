@@ -22,6 +22,7 @@ from __future__ import annotations
 _autoload_deferred = False
 
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -117,7 +118,16 @@ def load(*names: str, path: str | None = None, selection: str | os.PathLike | No
     BackendNameError (also a ValueError) for a name that is not a plain identifier.
     """
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
-    loaded = [_backend(core().load(name, path)) for name in wanted]
+    if selection is None:
+        loaded = [_backend(core().load(name, path)) for name in wanted]
+    else:  # the loads' warnings wait for the file: it may decide what they advise on
+        with warnings.catch_warnings(record=True) as held:
+            warnings.simplefilter("always")
+            try:
+                loaded = [_backend(core().load(name, path)) for name in wanted]
+            except BaseException:
+                _rewarn(held, decided_by_file=False)
+                raise
     for b in loaded:
         _install_python_side(b)
     if loaded:
@@ -125,8 +135,28 @@ def load(*names: str, path: str | None = None, selection: str | os.PathLike | No
         fast_call.install(rows)
         sharding.install(rows)
     if selection is not None:
-        apply_selection(selection, strict=strict)
+        try:
+            apply_selection(selection, strict=strict)
+        finally:
+            _rewarn(held, decided_by_file=True)
     return loaded
+
+
+_LOADED_FIRST = re.compile(r"backplane: (\S+) on (\S+) is offered by ")
+
+
+def _rewarn(held: list, decided_by_file: bool) -> None:
+    """The warnings of a load, raised again once the selection file passed with it is in
+    force: "X on KEY is offered by 'a', 'b'; 'a' serves it (loaded first)" is dropped for an
+    (op, key) the file decides, since the advice it gives would be wrong there."""
+    decided = set()
+    if decided_by_file:
+        decided = {(s.op, s.dispatch_key) for s in serving() if s.why != "loaded first"}
+    for w in held:
+        found = _LOADED_FIRST.match(str(w.message))
+        if found and (found[1], found[2]) in decided:
+            continue
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def _install_python_side(b: Backend) -> None:

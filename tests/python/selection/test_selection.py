@@ -44,3 +44,12 @@ def test_check_runs_the_named_plugin_even_when_another_serves():
 
 def test_bad_preference_is_a_clear_error():
     run("prefer_bad_preference.py")
+
+
+@pytest.mark.parametrize("named", ["identity_conv", "add"])
+def test_a_selection_file_loaded_with_the_plugins_silences_only_the_conflicts_it_decides(tmp_path, named):
+    file = tmp_path / "sel.yaml"
+    file.write_text(f"backplane_selection: 1\nops:\n  - {{op: {named}, dispatch_key: CPU, buckets: [{{plugin: cpu_alt}}]}}\n")
+    expect = "decided" if named == "identity_conv" else "undecided"
+    r = run_python(PROGRAMS / "load_with_selection_warns_only_undecided.py", FIXTURES, file, expect)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
