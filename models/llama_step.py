@@ -189,12 +189,14 @@ def main(argv=None) -> int:
     p.add_argument("--size", choices=sorted(SIZES), default="small")
     p.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     p.add_argument("--selection", help="a selection file to apply (backplane tune writes one)")
+    p.add_argument("--backends", default="cuda",
+                   help="plugins to load, comma-separated (default cuda; cuda,triton for the Triton plugin)")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--modes", default="eager,compile")
     p.add_argument("--host-profile", action="store_true",
                    help="also print each step's largest host-side (CPU) profiler events")
     args = p.parse_args(argv)
-    backplane.load("cuda", selection=args.selection)
+    backplane.load(*args.backends.split(","), selection=args.selection)
     dtype = getattr(torch, args.dtype)
     reference, ours = models(args.size, "cuda", dtype)
     spec = SIZES[args.size]

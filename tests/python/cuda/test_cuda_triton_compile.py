@@ -3,8 +3,6 @@ torch.compile the call traced into the graph as the plugin's Triton kernel
 (python/backplane/compile/triton_trace.py), which Inductor then compiles into the code. The
 CPU plugin's result (on copies of the inputs) is the reference. Skips, with the reason, where
 there is no GPU, no triton or the plugin is not built."""
-import warnings
-
 import pytest
 import torch
 
@@ -14,18 +12,6 @@ import backplane
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device in this process (torch.cuda.is_available() is False)")
 
-
-@pytest.fixture(scope="module")
-def triton_plugin():
-    pytest.importorskip("triton", reason="the Triton plugin needs the triton package")
-    backplane.load("cpu")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        (plugin,) = backplane.load("triton")
-    if plugin.status != "loaded":
-        pytest.skip(f"the triton plugin is {plugin.status}: {plugin.reason}")
-    assert plugin.dispatch_key == "CUDA", plugin
-    return plugin
 
 
 def _on_cpu(fn, *args):
