@@ -12,6 +12,7 @@ import torch
 
 import backplane
 from backplane.aoti.plugins import package_calls
+from triton_plugin_fixture import triton_plugin  # noqa: F401 - the fixture
 
 REPO = Path(__file__).resolve().parents[3]
 BACKPLANE = Path(os.environ.get("BACKPLANE_BIN", REPO / "build" / "bin" / "backplane"))

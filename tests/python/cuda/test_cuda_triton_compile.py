@@ -7,11 +7,11 @@ import pytest
 import torch
 
 import backplane
+from triton_plugin_fixture import triton_plugin  # noqa: F401 - the fixture
 
 # The CUDA plugin is not needed: the Triton plugin serves CUDA by itself.
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device in this process (torch.cuda.is_available() is False)")
-
 
 
 def _on_cpu(fn, *args):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import backplane
-from test_cuda_triton_compile import triton_plugin  # noqa: F401 - the fixture: the plugin loaded for CUDA
+from triton_plugin_fixture import triton_plugin  # noqa: F401 - the fixture: the plugin loaded for CUDA
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device in this process (torch.cuda.is_available() is False)")

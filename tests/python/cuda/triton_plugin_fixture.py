@@ -1,4 +1,6 @@
-"""Fixtures shared by the GPU tests of the Triton plugin."""
+"""The fixture the GPU tests of the Triton plugin share: `from triton_plugin_fixture import
+triton_plugin` (a module, not a conftest.py: the tests import tests/python/conftest.py by
+that name)."""
 import warnings
 
 import pytest
