@@ -35,6 +35,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 import warnings
 
 import torch
@@ -197,8 +198,18 @@ class _Forcing:
             os.rmdir(self.folder)
 
 
+_started = [0.0]
+
+
 def print_progress(done: int, total: int, name: str) -> None:
-    """A progress line on a terminal (stderr), cleared at the end; nothing when piped."""
+    """Progress on stderr: on a terminal one line rewritten in place and cleared at the end;
+    piped (a log, tee), a line per compiled step with the seconds since the first, so a
+    run of minutes shows where its time goes."""
+    if done == 0:
+        _started[0] = time.monotonic()
     if sys.stderr.isatty():
         line = f"tune --mode compile {done + 1}/{total}: {name}" if done < total else ""
         print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+    elif done < total:
+        print(f"tune --mode compile {done + 1}/{total} at {time.monotonic() - _started[0]:.1f} s: {name}",
+              file=sys.stderr, flush=True)

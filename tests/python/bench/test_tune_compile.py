@@ -65,3 +65,14 @@ def test_presets_of_the_same_sizes_in_other_layouts_are_one_compiled_step(monkey
     assert timed == ["1M_elements", "1M_elements", "1M_transposed", "1M_transposed"], calls
     by_cell = cells[("add", "CPU")].by_cell
     assert by_cell[("1M_sliced", "float32")] == by_cell[("1M_transposed", "float32")]
+
+
+def test_progress_piped_is_a_line_a_step_with_the_seconds_so_far(capsys):
+    from backplane.bench.tune_compile import print_progress
+
+    for done, name in enumerate(["add 4K float32", "mul 4K float32"]):
+        print_progress(done, 2, name)
+    print_progress(2, 2, "")
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" at ")[0] for line in lines] == ["tune --mode compile 1/2", "tune --mode compile 2/2"], lines
+    assert lines[1].endswith(" s: mul 4K float32"), lines
