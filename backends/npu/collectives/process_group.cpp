@@ -385,14 +385,16 @@ c10::intrusive_ptr<c10d::Work> HostStagedBackend::alltoall(std::vector<at::Tenso
   TORCH_CHECK(static_cast<int>(outputs.size()) == getSize() && static_cast<int>(inputs.size()) == getSize(), name_,
               ": all_to_all expected one input and one output per rank (", getSize(), "); got ", inputs.size(),
               " inputs and ", outputs.size(), " outputs");
-  for (const auto& t : inputs) {
-    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), name_, ": all_to_all expected every tensor in ",
-                inputs[0].scalar_type(), "; got ", t.scalar_type());
-  }
-  for (const auto& t : outputs) {
-    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), name_, ": all_to_all expected every tensor in ",
-                inputs[0].scalar_type(), "; got an output in ", t.scalar_type());
-  }
+  // One flat buffer a side: every tensor in the first input's dtype (Python's dist.all_to_all
+  // refuses mixed dtypes before this; a C++ caller reaches it).
+  const auto check_dtypes = [&](const std::vector<at::Tensor>& tensors, const char* got) {
+    for (const auto& t : tensors) {
+      TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), name_, ": all_to_all expected every tensor in ",
+                  inputs[0].scalar_type(), "; got ", got, t.scalar_type());
+    }
+  };
+  check_dtypes(inputs, "");
+  check_dtypes(outputs, "an output in ");
   // Through gloo's all_to_all_single on flat buffers: its list form is torch >= 2.12 (and
   // takes equal sizes only), alltoall_base with splits is on every release we support.
   return enqueue(c10d::OpType::ALLTOALL, "all_to_all", inputs, outputs,

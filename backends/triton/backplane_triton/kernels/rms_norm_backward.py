@@ -108,22 +108,21 @@ def _column_sums_kernel(dweight, partial, G, N, dws, ACC: tl.constexpr, BLOCK_G:
 
 def _with_grids(configs, looped):
     """The row configurations with a grid: programs a multiprocessor for about
-    _RESIDENT_WARPS warps (the guess), then, for the first configuration, the next tile
-    loaded early (register rows), half and twice the programs."""
+    _RESIDENT_WARPS warps (the guess), then, for the first configuration, half and twice
+    the programs and (register rows) the next tile loaded early, as it is and as two rows a
+    tile on half the warps with few programs."""
     grids = []
     for i, c in enumerate(configs):
         per_sm = max(1, _RESIDENT_WARPS // c.warps)
         grids.append(c._replace(per_sm=per_sm))
         if i == 0:
-            if not looped:
-                grids.append(c._replace(per_sm=per_sm, stages=2))
             grids += [c._replace(per_sm=max(1, per_sm // 2)), c._replace(per_sm=2 * per_sm)]
             if not looped:
-                # Two rows a tile on half the warps, few programs, the next tile loaded early:
-                # fewer partial rows to sum and more loads in flight a warp. The fastest of a
-                # wider sweep at bfloat16 8192x4096 on an H200
+                # The second: fewer partial rows to sum and more loads in flight a warp; the
+                # fastest of a wider sweep at bfloat16 8192x4096 on an H200
                 # (experiments/triton_rms_norm_backward_sweep.py, bench/results/triton).
-                grids.append(c._replace(block_m=2 * c.block_m, warps=max(1, c.warps // 2), per_sm=2, stages=2))
+                grids += [c._replace(per_sm=per_sm, stages=2),
+                          c._replace(block_m=2 * c.block_m, warps=max(1, c.warps // 2), per_sm=2, stages=2)]
     return list(dict.fromkeys(grids))
 
 
