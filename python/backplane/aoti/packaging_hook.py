@@ -9,6 +9,13 @@ model compiles. Recording never changes what torch returns or raises: a failure 
 (a write-only buffer, say) is a warning, and the package is then checked as one of
 unknown provenance when it loads.
 
+The compiler, too: where `torch._inductor.config.cpp.cxx` names a g++ that links libstdc++
+statically (the GPU machine's default one), the package is compiled with one that links it
+dynamically (libstdcxx.choose_cxx: $CXX, /usr/bin/g++, g++), for that call only, and a
+warning says which: a package from the static one crashes the Python that loads it, and
+`backplane.load_package` refuses it (docs/aoti-findings.md §1). Where none links it
+dynamically, the call compiles as asked.
+
 Limits: a reference taken before `import backplane` (`from torch._inductor import
 aoti_compile_and_package`) bypasses the hook, as does torch's lower-level packaging
 (`torch._inductor.package.package_aoti` of several models); such packages hold no record,
@@ -16,7 +23,9 @@ and running one where two plugins serve one of its ops without a choice is refus
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import shutil
 import warnings
 
 from .plugins import (PluginRecord, backplane_ops, dispatch_keys, package_calls, plugin_record, read_record,
@@ -41,7 +50,8 @@ def recording(compile_and_package):
         except Exception:  # noqa: BLE001  (not an ExportedProgram: torch's own call says so)
             ops, keys, record = [], set(), None
         before = len(resolutions())
-        package = compile_and_package(*args, **kwargs)
+        with _a_compiler_python_can_load():
+            package = compile_and_package(*args, **kwargs)
         if ops:
             try:
                 # An op whose every call this compile traced into Inductor's code (a selection
@@ -63,6 +73,29 @@ def recording(compile_and_package):
 
     setattr(aoti_compile_and_package, _MARK, True)
     return aoti_compile_and_package
+
+
+@contextlib.contextmanager
+def _a_compiler_python_can_load():
+    """Inductor's cpp.cxx swapped, for the block, for one that links libstdc++ dynamically
+    where the configured one does not (a warning names both)."""
+    from torch._inductor import config
+
+    from .libstdcxx import StaticLibstdcxxError, choose_cxx
+
+    _, requested = config.cpp.cxx
+    try:
+        chosen = choose_cxx(requested)
+    except StaticLibstdcxxError:
+        chosen = None  # none links it dynamically: compiled as asked, refused when loaded into Python
+    asked = shutil.which(requested or "g++")
+    if chosen is None or chosen == asked:
+        yield
+        return
+    warnings.warn(f"backplane: {asked or requested} links libstdc++ statically (a package compiled by it crashes the "
+                  f"Python that loads it); this package is compiled with {chosen}", RuntimeWarning, stacklevel=4)
+    with config.patch({"cpp.cxx": (None, chosen)}):
+        yield
 
 
 def _traced_everywhere(chosen: list[dict]) -> set[str]:

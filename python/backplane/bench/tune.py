@@ -25,7 +25,7 @@ repetitions; the decision reads both alike. It needs a library backend on its de
 (refused otherwise, as bench refuses it), except in compile mode, where it is a candidate
 as any plugin is.
 Every candidate is timed --repetitions times (default 3 for eager and graph, 5 for
-compile) over the registry's bench presets (`--shapes`: all by default). `--from-json`
+compile; a compile-mode repetition samples at most 0.1 s unless --max-time) over the registry's bench presets (`--shapes`: all by default). `--from-json`
 decides from an earlier run's engine JSON (`tune --json`, `bench --json`) instead of
 timing: another margin, or figures taken on the machine that will serve; the mode is then
 the figures' (graph for rows timed as CUDA graph replays).
@@ -67,6 +67,11 @@ from .tune_decision import (Decision, Measured, cells_from_run, decide_cells, di
 
 MODES = ("eager", "graph", "compile")
 _DEFAULT_REPETITIONS = {"eager": 3, "graph": 3, "compile": 5}
+# Compile mode's most seconds a repetition samples, unless --max-time: five repetitions of
+# the engine's 0.5 s made a default run over every op take 145 s on an H200 (102 s of it
+# timing launch-bound steps that never reached the 2% spread); the U test over the five
+# repetitions is what judges a lead, not one repetition's length.
+_COMPILE_MAX_SECONDS = 0.1
 
 
 def decide(results: dict, ops, backends: list[str], margin: float = 0.05, alpha: float = 0.05) -> Decision:
@@ -95,7 +100,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.05,
                    help="the one-sided U test's level another plugin's lead must reach (default 0.05)")
     p.add_argument("--min-time", type=float, help="least seconds each row samples (the engine's default 0.05)")
-    p.add_argument("--max-time", type=float, help="most seconds each row samples (the engine's default 0.5)")
+    p.add_argument("--max-time", type=float,
+                   help="most seconds each row samples (the engine's default 0.5; 0.1 in compile mode)")
     p.add_argument("--cuda-graph", action="store_true",
                    help="alias of --mode graph; with --mode compile, replay the compiled step from a CUDA graph")
     p.add_argument("--json", help="also keep the engine's JSON here (eager and graph modes)")
@@ -182,7 +188,6 @@ def _load(backends: list[str]) -> None:
 def _compiled_decision(args, backends: list[str], cuda_graph: bool, repetitions: int) -> tuple[Decision, dict]:
     """Compile mode: the candidates timed here (tune_compile.py), decided."""
     from . import tune_compile
-    from .timing import stop_rule
 
     _load(backends)
     loaded = {b.name: b.dispatch_key for b in backplane.backends() if b.status == "loaded"}
@@ -195,7 +200,7 @@ def _compiled_decision(args, backends: list[str], cuda_graph: bool, repetitions:
     chosen = [op for op in ops if not wanted or op.name in wanted]
     other_keys = sorted({k for k in plugins.values() if k not in tune_compile.DEVICES})
     cells = tune_compile.measure(chosen, plugins, args.dtypes.split(","), args.shapes,
-                                 stop_rule(args.min_time, args.max_time), repetitions, cuda_graph,
+                                 _compile_stop_rule(args.min_time, args.max_time), repetitions, cuda_graph,
                                  progress=tune_compile.print_progress)
     decision = decide_cells(cells, ops, args.margin / 100, args.alpha)
     notes = [f"--mode compile times on cpu and cuda only: the ops of key {k} were not timed" for k in other_keys]
@@ -203,6 +208,16 @@ def _compiled_decision(args, backends: list[str], cuda_graph: bool, repetitions:
               for op in chosen if wanted and not tune_compile.presets_of(op, args.shapes)]
     context = {"torch_version": __import__("torch").__version__, "host_name": os.uname().nodename}
     return Decision(decision.entries, decision.left_out, (*decision.notes, *notes)), context
+
+
+def _compile_stop_rule(min_time: float | None, max_time: float | None):
+    """Compile mode's stop rule: the engine's, at most _COMPILE_MAX_SECONDS a repetition
+    (at least --min-time) unless --max-time says otherwise."""
+    from .timing import stop_rule
+
+    if max_time is None:
+        max_time = max(_COMPILE_MAX_SECONDS, min_time or 0.0)
+    return stop_rule(min_time, max_time)
 
 
 def environment(entries: list[dict]) -> dict | None:

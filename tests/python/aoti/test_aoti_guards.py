@@ -5,6 +5,7 @@ tests on CPU:
    CXX, and an unknown package is probe-loaded in a child process first;
 2. a fake class that predicts other strides than the real method makes the package
    compute wrong numbers: the pipeline's own verification must fail loudly."""
+import re
 import subprocess
 import sys
 import zipfile
@@ -51,6 +52,29 @@ def test_static_compiler_is_detected_and_avoided(static_gxx):
     assert chosen != static_gxx and guard.links_libstdcxx_dynamically(chosen)
 
 
+def test_packages_are_compiled_with_a_compiler_python_can_load(static_gxx):
+    """backplane's wrapper of aoti_compile_and_package swaps a static-libstdc++ compiler
+    for the block of the call, saying so; a dynamic one is left as it is, silently."""
+    import warnings
+
+    from torch._inductor import config
+
+    from backplane.aoti.packaging_hook import _a_compiler_python_can_load
+
+    with config.patch({"cpp.cxx": (None, static_gxx)}):
+        with pytest.warns(RuntimeWarning, match=rf"{re.escape(static_gxx)} links libstdc\+\+ statically.*compiled with /"):
+            with _a_compiler_python_can_load():
+                swapped = config.cpp.cxx[1]
+        assert config.cpp.cxx == (None, static_gxx)
+    assert swapped != static_gxx and guard.links_libstdcxx_dynamically(swapped)
+    dynamic = guard.choose_cxx(None)
+    with config.patch({"cpp.cxx": (None, dynamic)}), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with _a_compiler_python_can_load():
+            assert config.cpp.cxx == (None, dynamic)
+    assert getattr(torch._inductor.aoti_compile_and_package, "__wrapped__", None) is not None
+
+
 def test_package_with_static_libstdcxx_is_refused(tmp_path, static_gxx):
     package = tmp_path / "model.pt2"
     with zipfile.ZipFile(package, "w") as z:
@@ -77,8 +101,10 @@ def test_static_libstdcxx_package_end_to_end(tmp_path, static_gxx):
     ep = torch.export.export(Plain(), (torch.randn(4, 8),))
     package = tmp_path / "plain.pt2"
     # No precompiled header: it would be built for this one compile's compiler and never reused.
+    # torch's own call, not backplane's wrapper of it, which would swap the compiler.
+    compile_as_asked = torch._inductor.aoti_compile_and_package.__wrapped__
     with config.patch({"cpp.cxx": (None, static_gxx), "aot_inductor.precompile_headers": False}):
-        torch._inductor.aoti_compile_and_package(ep, package_path=str(package))
+        compile_as_asked(ep, package_path=str(package))
     with pytest.raises(guard.StaticLibstdcxxError):
         guard.check_package(package)
     try:

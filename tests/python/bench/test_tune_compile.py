@@ -76,3 +76,12 @@ def test_progress_piped_is_a_line_a_step_with_the_seconds_so_far(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" at ")[0] for line in lines] == ["tune --mode compile 1/2", "tune --mode compile 2/2"], lines
     assert lines[1].endswith(" s: mul 4K float32"), lines
+
+
+def test_compile_mode_samples_a_repetition_for_at_most_a_tenth_of_a_second_unless_told():
+    from backplane.bench.tune import _compile_stop_rule
+
+    assert _compile_stop_rule(None, None).max_seconds == 0.1
+    assert _compile_stop_rule(None, 0.3).max_seconds == 0.3
+    assert _compile_stop_rule(0.2, None).max_seconds == 0.2  # never below the minimum asked for
+    assert _compile_stop_rule(None, None).min_seconds == _compile_stop_rule(None, 0.5).min_seconds

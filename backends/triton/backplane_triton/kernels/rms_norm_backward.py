@@ -37,7 +37,7 @@ _SUM_ROWS = 32  # partial rows it adds at a time
 
 @triton.jit
 def _register_rows_kernel(dx, partial, g, x, w, R, N, d1, d2, g0, g1, g2, gs, x0, x1, x2, xs, ws, eps: "fp64",
-                          tiles, ACC: tl.constexpr, ROW_DIMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                          tiles, programs, ACC: tl.constexpr, ROW_DIMS: tl.constexpr, BLOCK_M: tl.constexpr,
                           BLOCK_N: tl.constexpr, INT64: tl.constexpr, STAGES: tl.constexpr):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -48,7 +48,7 @@ def _register_rows_kernel(dx, partial, g, x, w, R, N, d1, d2, g0, g1, g2, gs, x0
     dw = tl.zeros([BLOCK_M, BLOCK_N], ACC)
     # STAGES 2: the next tile's x and grad are copied (cp.async) into shared memory while
     # this one is reduced and stored.
-    for tile in tl.range(pid, tiles, tl.num_programs(0), num_stages=STAGES):
+    for tile in tl.range(pid, tiles, programs, num_stages=STAGES):
         rows = tile_rows(tile, BLOCK_M, INT64)
         mask = (rows < R)[:, None] & cmask[None, :]
         xv = load_rows(x, rows, cols, mask, d1, d2, x0, x1, x2, xs, ROW_DIMS, 0.0, ACC)
@@ -63,11 +63,11 @@ def _register_rows_kernel(dx, partial, g, x, w, R, N, d1, d2, g0, g1, g2, gs, x0
 
 @triton.jit
 def _looped_rows_kernel(dx, partial, g, x, w, R, N, d1, d2, g0, g1, g2, gs, x0, x1, x2, xs, ws, eps: "fp64",
-                        tiles, ACC: tl.constexpr, ROW_DIMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                        tiles, programs, ACC: tl.constexpr, ROW_DIMS: tl.constexpr, BLOCK_M: tl.constexpr,
                         BLOCK_N: tl.constexpr, INT64: tl.constexpr, STAGES: tl.constexpr):
     pid = tl.program_id(0)
     own = partial + pid * N  # zeroed by the launcher
-    for tile in tl.range(pid, tiles, tl.num_programs(0), num_stages=STAGES):
+    for tile in tl.range(pid, tiles, programs, num_stages=STAGES):
         rows = tile_rows(tile, BLOCK_M, INT64)
         rmask = (rows < R)[:, None]
         squares = tl.zeros([BLOCK_M, BLOCK_N], ACC)
@@ -147,7 +147,7 @@ def _build(dx, inputs, tail):
         def launch(dx, grad, x, weight, dweight, eps):
             # Zeroed for the looped kernel, which adds into it.
             partial = (torch.zeros if looped else torch.empty)((programs, n), dtype=partial_dtype, device=x.device)
-            grid_call(kernel_fn, (programs,))(dx, partial, grad, x, weight, *scalars, eps, tiles, ACC=acc, ROW_DIMS=rows.dims,
+            grid_call(kernel_fn, (programs,))(dx, partial, grad, x, weight, *scalars, eps, tiles, programs, ACC=acc, ROW_DIMS=rows.dims,
                                    BLOCK_M=c.block_m, BLOCK_N=c.block_n, INT64=int64, STAGES=c.stages,
                                    num_warps=c.warps)
             grid_call(_column_sums_kernel, (sums,))(dweight, partial, programs, n, dweight.stride(0), ACC=acc, BLOCK_G=_SUM_ROWS,
