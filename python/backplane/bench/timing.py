@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 from statistics import median
 
@@ -103,6 +104,13 @@ def _cuda_cold_seconds(step, flush, events: _CudaEvents) -> float:
     return events.seconds()
 
 
+_EMPTY_GRAPH = "The CUDA Graph is empty"
+
+
+class NoDeviceWork(RuntimeError):
+    """A CUDA-graph timing of a step that records no work: there is nothing to time."""
+
+
 class _GraphReplays:
     """A batch of calls recorded as one CUDA graph; replay_seconds() times one replay,
     queuing the next before it waits, so no host latency falls inside an interval.
@@ -118,9 +126,18 @@ class _GraphReplays:
                 step()
         self.stream.synchronize()
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, stream=self.stream):
-            for _ in range(calls):
-                step()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with torch.cuda.graph(self.graph, stream=self.stream):
+                for _ in range(calls):
+                    step()
+        for w in seen:  # torch's other warnings, as they were
+            if _EMPTY_GRAPH not in str(w.message):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if any(_EMPTY_GRAPH in str(w.message) for w in seen):
+            # A replay of nothing takes ~0.1 us: a figure that would read as a kernel's time.
+            raise NoDeviceWork("the step launches no work on the GPU (its CUDA graph is empty: the op is a view, or "
+                               "was compiled away), so a replay times nothing; time it without --cuda-graph")
         self.events = (_CudaEvents(), _CudaEvents())
         self.next = 0
         with torch.cuda.stream(self.stream):

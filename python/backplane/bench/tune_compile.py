@@ -81,6 +81,7 @@ def measure(ops, plugins: dict[str, str], dtypes: list[str], shapes: str, rule, 
 
     cells: dict = {}
     timed: dict = {}  # one compiled step per (op, key, dtype, the preset's sizes, candidate)
+    SPENT.update(compile=0.0, timing=0.0, candidates=0)
     forcing = _Forcing()
     try:
         work = [(op, key, preset, dtype, candidates_of(op, key, plugins, dtype))
@@ -122,9 +123,15 @@ def _timed(op, key, preset, dtype, candidate, forcing, rule, repetitions, cuda_g
         with forcing.only(op.name, key, dtype, candidate):
             torch._dynamo.reset()  # compiled afresh under this candidate's selection
             eager, compiled, tensors = steps(op, values, backplane)
-            check_same(_named(compiled(*tensors)), _named(eager(*tensors)))
+            began = time.monotonic()
+            first = compiled(*tensors)  # the compile happens here
+            SPENT["compile"] += time.monotonic() - began
+            SPENT["candidates"] += 1
+            check_same(_named(first), _named(eager(*tensors)))
+            began = time.monotonic()
             timings = time_step(lambda: compiled(*tensors), device, rule, repetitions=repetitions,
                                 cuda_graph=cuda_graph and device.type == "cuda")
+            SPENT["timing"] += time.monotonic() - began
         return Timing(tuple(t.seconds * 1e6 for t in timings), "", "compile")
     except WrongResult as e:
         return Timing((), str(e), "compile")
@@ -199,6 +206,9 @@ class _Forcing:
 
 
 _started = [0.0]
+# Seconds this process spent compiling candidates (their first call) and timing them, and
+# how many: the last progress line says where a run's time went.
+SPENT = {"compile": 0.0, "timing": 0.0, "candidates": 0}
 
 
 def print_progress(done: int, total: int, name: str) -> None:
@@ -212,4 +222,8 @@ def print_progress(done: int, total: int, name: str) -> None:
         print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
     elif done < total:
         print(f"tune --mode compile {done + 1}/{total} at {time.monotonic() - _started[0]:.1f} s: {name}",
+              file=sys.stderr, flush=True)
+    if done == total:
+        print(f"tune --mode compile: {total} steps in {time.monotonic() - _started[0]:.1f} s; {SPENT['candidates']} "
+              f"candidates compiled in {SPENT['compile']:.1f} s and timed in {SPENT['timing']:.1f} s",
               file=sys.stderr, flush=True)
