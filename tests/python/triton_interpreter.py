@@ -1,9 +1,10 @@
 """Whether this machine's Triton interpreter (TRITON_INTERPRET=1) can run the Triton
 plugin's row kernels, which loop over a bound passed as a kernel argument. Triton 3.6's
-interpreter reads such a bound with int() of a one-element NumPy array, an error since
-NumPy 2.4 (seen on the GPU machine: Triton 3.6.0); Triton 3.8 reads it with .item(). Tests
-that run those kernels interpreted skip where it cannot, naming the versions and the error;
-the GPU tests (tests/python/cuda/test_cuda_triton_*.py) check the kernels there."""
+interpreter reads such a bound with int() of a one-element NumPy array, an error in NumPy
+2.4.6 and 2.5.2 (the GPU machine has Triton 3.6.0 and NumPy 2.5.2); Triton 3.8 (CI's, with
+NumPy 2.4.6) runs it. Tests that run those kernels interpreted skip where it cannot, naming
+the versions and the error; the GPU tests (tests/python/cuda/test_cuda_triton_*.py) check
+the kernels there."""
 from __future__ import annotations
 
 import functools

@@ -84,7 +84,14 @@ def normwise_disagreement(ours: torch.Tensor, theirs: torch.Tensor) -> str | Non
 class ForwardBackward:
     """backward_backplane_row's workload: `call()` is the op's forward through the
     dispatcher on `values` (its outputs, a list); building it makes the `backward:`'s
-    arguments require grad and runs one forward for the output gradients."""
+    arguments require grad and runs one forward for the output gradients.
+
+    The first forward's graph is let go once its gradients are checked (disagreement()) or
+    timing starts (step()): kept alive, its inputs' AccumulateGrad nodes stay those made on
+    the stream of that forward (the default one), and a forward+backward captured into a
+    CUDA graph on another stream then syncs with the default stream, which invalidates the
+    capture (cudaErrorStreamCaptureInvalidated: every triton --backward --cuda-graph row on
+    the H200, 2026-12-03)."""
 
     def __init__(self, op, call, values: dict):
         self.op, self.call, self.values = op, call, values
@@ -96,10 +103,11 @@ class ForwardBackward:
         """gradient_disagreement: None when the gradients of the first forward match the
         baseline's (or the op has no baseline to check against); else which one differs and how."""
         formula = self.op.baseline or self.op.reference
-        if not formula:
+        first, self.first_outputs = self.first_outputs, None
+        if not formula or first is None:
             return None
-        ours = gradients(self.op, self.first_outputs, self.output_grads, self.inputs)
-        baseline = baseline_outputs(self.op, self.values, len(self.first_outputs))
+        ours = gradients(self.op, first, self.output_grads, self.inputs)
+        baseline = baseline_outputs(self.op, self.values, len(first))
         theirs = gradients(self.op, baseline, self.output_grads, self.inputs)
         for name, a, b in zip(self.inputs, ours, theirs):
             wrong = normwise_disagreement(a, b)
@@ -109,4 +117,5 @@ class ForwardBackward:
 
     def step(self) -> None:
         """One timed sample: a forward and its backward."""
+        self.first_outputs = None
         gradients(self.op, self.call(), self.output_grads, self.inputs)

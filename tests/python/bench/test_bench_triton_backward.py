@@ -202,3 +202,25 @@ def test_a_sample_without_a_graph_or_with_too_few_baseline_values_is_refused():
     two = SimpleNamespace(baseline="", reference="aten::neg(x)")
     with pytest.raises(ValueError, match=r"the baseline gives 1 value\(s\) for 2 output\(s\)"):
         backward_workload.baseline_outputs(two, {"x": torch.zeros(2)}, 2)
+
+
+@pytest.mark.parametrize("first_use", ["disagreement", "step"])
+def test_the_first_forwards_graph_is_let_go_before_timing(first_use):
+    # Kept alive, its AccumulateGrad nodes keep the first forward's stream, and a capture of
+    # forward+backward on another stream is invalidated (the H200, 2026-12-03).
+    import gc
+    import weakref
+
+    backplane.load("cpu")
+    (op,) = [o for o in backplane.ops() if o.name == "rms_norm"]
+    values = preset_values(op, preset_for(op, "decode_1x4096"), dtype=torch.float32, device="cpu")
+    workload = backward_workload.ForwardBackward(op, lambda: [backplane.torch_op("rms_norm")(**values)], values)
+    first = weakref.ref(workload.first_outputs[0])
+    assert first() is not None and first().grad_fn is not None
+    if first_use == "disagreement":
+        assert workload.disagreement() is None
+    else:
+        workload.step()
+    gc.collect()
+    assert first() is None and workload.first_outputs is None
+    workload.step()  # still times: the output gradients and inputs are kept
