@@ -221,8 +221,10 @@ def main(argv=None) -> int:
         chosen = {}
         for r in backplane.compile.resolutions():
             chosen.setdefault(r["op"], set()).add(r["choice"])
+        cached = backplane.compile.graphs_from_cache()
         print("compile-time choices: " + (", ".join(f"{op}: {'/'.join(sorted(c))}" for op, c in sorted(chosen.items()))
-                                          or "none (no inductor bucket in force)"))
+                                          or "none recorded (no inductor bucket in force)")
+              + (f"; {cached} graph(s) from Inductor's cache, whose choices are not recorded" if cached else ""))
     return 0
 
 

@@ -15,7 +15,8 @@ exactly as without this module. How it works and its limits: docs/selection.md.
 - resolve.py: which bucket a call's dtype and size fall in; guards on the bucket
   boundaries where a size is symbolic (dynamic shapes).
 - reference.py: the op's reference as a function over its arguments, in its opmath dtype.
-- log.py: resolutions(), what the compiles of this process chose, per op call.
+- log.py: resolutions(), what the compiles of this process chose, per op call;
+  graphs_from_cache(), how many graphs came from Inductor's cache instead (not in it).
 
 Installed when torch._inductor.config is imported (importing Inductor at `import backplane`
 would cost every program that never compiles).
@@ -23,9 +24,9 @@ would cost every program that never compiles).
 from __future__ import annotations
 
 from ..import_hooks import when_imported
-from .log import resolutions
+from .log import graphs_from_cache, resolutions
 
-__all__ = ["resolutions"]
+__all__ = ["graphs_from_cache", "resolutions"]
 
 
 def _install(config) -> None:
