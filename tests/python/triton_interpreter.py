@@ -34,12 +34,23 @@ except Exception as e:
 '''
 
 
+def _has_triton() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def fault_in_this_process() -> str:
-    """The probe in this process, which must already interpret (TRITON_INTERPRET=1)."""
+    """The probe in this process, which must already interpret (TRITON_INTERPRET=1); ""
+    where triton is not installed (the tests that need it skip for that, by name)."""
     import contextlib
     import io
 
     assert os.environ.get("TRITON_INTERPRET") == "1", "the probe runs under the interpreter"
+    if not _has_triton():
+        return ""
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         exec(compile(PROBE, "<triton interpreter probe>", "exec"), {"__name__": "triton_interpreter_probe"})
@@ -50,9 +61,7 @@ def fault_in_this_process() -> str:
 def fault() -> str:
     """The probe in a child process under the interpreter ("" where triton is not
     installed: the tests that need it skip for that, by name)."""
-    try:
-        import triton  # noqa: F401
-    except ImportError:
+    if not _has_triton():
         return ""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=120)

@@ -68,14 +68,12 @@ def test_presets_of_the_same_sizes_in_other_layouts_are_one_compiled_step(monkey
 
 
 def test_progress_piped_is_a_line_a_step_with_the_seconds_so_far(capsys):
-    from backplane.bench.tune_compile import print_progress
-
     from backplane.bench import tune_compile
 
     tune_compile.SPENT.update(compile=3.25, timing=1.5, candidates=4)
     for done, name in enumerate(["add 4K float32", "mul 4K float32"]):
-        print_progress(done, 2, name)
-    print_progress(2, 2, "")
+        tune_compile.print_progress(done, 2, name)
+    tune_compile.print_progress(2, 2, "")
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" at ")[0] for line in lines[:2]] == ["tune --mode compile 1/2", "tune --mode compile 2/2"], lines
     assert lines[1].endswith(" s: mul 4K float32"), lines

@@ -9,21 +9,15 @@ candidate, as under the interpreter): tuning times several configurations at eve
 shape, a minute for two ops, and checks no value. What that leaves unchecked: the other
 configurations the tuner may pick (tests/python/cuda/test_cuda_triton_launch_cache.py
 and the bench, which checks each row before timing it, run tuned)."""
-from pathlib import Path
-
 import pytest
 import torch
 
 import backplane
 from samples import samples
-from triton_plugin_fixture import triton_plugin  # noqa: F401 - the fixture
+from triton_plugin_fixture import SERVED, triton_plugin  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device in this process (torch.cuda.is_available() is False)")
-
-SERVED = sorted(p.stem for p in (Path(__file__).resolve().parents[3] / "backends" / "triton" / "backplane_triton" /
-                                 "kernels").glob("*.py") if p.stem != "__init__")
-
 
 @pytest.fixture(autouse=True)
 def untuned(monkeypatch):

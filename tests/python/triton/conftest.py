@@ -20,17 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "backends" / "trito
 def pytest_collection_modifyitems(config, items):
     from triton_interpreter import fault_in_this_process
 
-    fault = fault_in_this_process() if _has_triton() else ""
+    fault = fault_in_this_process()
     if fault:
         here = Path(__file__).parent
         for item in items:
             if here in Path(item.fspath).parents:
                 item.add_marker(pytest.mark.skip(reason=fault))
 
-
-def _has_triton() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False  # the modules skip themselves, naming what is missing
-    return True

@@ -8,7 +8,6 @@ serves CUDA (tests/python/cuda is where that runs).
 
 Trimmed for the interpreter, which runs each Triton program in numpy: opcheck in float32
 only (the conformance suite covers every dtype)."""
-from pathlib import Path
 
 import warnings
 
@@ -19,11 +18,7 @@ pytest.importorskip("triton", reason="the Triton plugin needs the triton package
 
 import backplane  # noqa: E402
 from samples import samples  # noqa: E402
-
-
-# The ops it serves: one kernel file each (the build writes the manifest's list from them).
-SERVED = sorted(p.stem for p in (Path(__file__).resolve().parents[3] / "backends" / "triton" / "backplane_triton" /
-                                 "kernels").glob("*.py") if p.stem != "__init__")
+from triton_plugin_fixture import SERVED  # noqa: E402
 
 
 # Masked lanes (padding past a row) compute NaN or 1/0 in numpy, never stored.

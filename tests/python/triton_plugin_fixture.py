@@ -1,11 +1,16 @@
-"""The fixture the GPU tests of the Triton plugin share: `from triton_plugin_fixture import
-triton_plugin` (a module, not a conftest.py: the tests import tests/python/conftest.py by
-that name)."""
+"""What the tests of the in-tree Triton plugin share: SERVED, the ops it serves, and the
+fixture the GPU tests load it with (`from triton_plugin_fixture import triton_plugin`; a
+module, not a conftest.py: the tests import tests/python/conftest.py by that name)."""
 import warnings
+from pathlib import Path
 
 import pytest
 
 import backplane
+
+# The ops the plugin serves: one kernel file each (the build writes the manifest's list from them).
+SERVED = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "backends" / "triton" / "backplane_triton" /
+                                 "kernels").glob("*.py") if p.stem != "__init__")
 
 
 @pytest.fixture(scope="module")
