@@ -58,6 +58,10 @@ if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (workers + npu_workers) > 0 ? $(nproc) / (workers + npu_workers) : 1 ))}
   export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 fi
+# The Triton plugin's launch configurations untuned (its first candidate at every shape):
+# tuning times each candidate at each new shape, a JIT compile apiece, and checks no value.
+# The tests that are about tuning set it back (tests/python/cuda/test_cuda_triton_launch_cache.py).
+export BACKPLANE_TRITON_AUTOTUNE=${BACKPLANE_TRITON_AUTOTUNE:-0}
 export PYTHONPATH=$PWD/python
 # The Python suites test this build's libraries and binaries, not build/'s.
 export BACKPLANE_LIB_DIR=${BACKPLANE_LIB_DIR:-$PWD/$BUILD/lib} BACKPLANE_BIN=${BACKPLANE_BIN:-$PWD/$BUILD/bin/backplane}

@@ -8,7 +8,7 @@ Launch configurations are not tuned here (BACKPLANE_TRITON_AUTOTUNE=0: the first
 candidate, as under the interpreter): tuning times several configurations at every new
 shape, a minute for two ops, and checks no value. What that leaves unchecked: the other
 configurations the tuner may pick (tests/python/cuda/test_cuda_triton_launch_cache.py
-and the bench, which checks each row before timing it, run tuned)."""
+runs tuned; so does `backplane bench` outside the tests, checking each row before timing it)."""
 import pytest
 import torch
 

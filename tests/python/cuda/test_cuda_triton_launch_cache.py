@@ -19,6 +19,13 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
 R, N = 256, 4096
 
 
+@pytest.fixture(autouse=True)
+def tuned(monkeypatch):
+    """Tuned, as a user's calls are (scripts/test.sh turns tuning off for the rest of the
+    suite): the configurations the tuner picks are checked here, against the launcher."""
+    monkeypatch.setenv("BACKPLANE_TRITON_AUTOTUNE", "1")
+
+
 def _inputs(op, dtype):
     def t(*shape):
         return torch.randn(*shape, device="cuda", dtype=dtype)
