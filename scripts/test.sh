@@ -30,18 +30,20 @@ npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py amon
 # The Triton plugin's kernel tests set TRITON_INTERPRET=1 (Triton's CPU interpreter) for
 # their whole process, which no other test may run under: a process of their own too.
 triton_tests=(tests/python/triton)
-# With pytest-xdist (setup installs it where it can), tests run on three workers per four
-# cores, at least 2 and at most 12, and the npu process beside them; an AOTI package that
+# With pytest-xdist (setup installs it where it can), tests run on 13 workers per 16 cores
+# (rounded up), at least 2 and at most 13, and the npu process beside them (2 workers on the
+# 16-core GPU machine: 15 processes, a core left for the child processes tests start); an AOTI package that
 # several tests share is compiled once per run by whichever worker needs it first
 # (tests/python/conftest.py). Many tests wait on child processes, so even a 2-core CI
 # machine gains from 2 workers. Without pytest-xdist, one process each.
-workers=$(( $(nproc) * 3 / 4 ))
-(( workers > 12 )) && workers=12
+workers=$(( ($(nproc) * 13 + 15) / 16 ))
+(( workers > 13 )) && workers=13
 (( workers < 2 && $(nproc) >= 2 )) && workers=2
 parallel=() npu_parallel=()
 # The npu process is a suite of its own (Inductor compiles among its tests): where there
-# are cores to spare it gets workers too, a quarter as many, so it does not finish last.
-npu_workers=$(( workers / 4 ))
+# are cores to spare it gets workers too, a sixth as many: it has about half the main
+# suite's work (bench/results/test-times.md), so it still does not finish last.
+npu_workers=$(( workers / 6 ))
 if (( workers >= 2 )) && "$python" -c 'import xdist' 2>/dev/null; then
   parallel=(-n "$workers")
   (( npu_workers >= 2 )) && npu_parallel=(-n "$npu_workers")
