@@ -13,29 +13,16 @@ import backplane
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     backplane.load("triton")
+from backplane.bench.timing import device_ms, graphed  # noqa: E402 - the package's timers
 from backplane_triton import rows, tuning  # noqa: E402
 SMOKE = len(sys.argv) > 1
 dev = "cpu" if SMOKE else "cuda"
 R, N = (8, 64) if SMOKE else (8192, 4096)
 
 
-def graph_us(fn, calls=10, replays=20):
-    fn(); torch.cuda.synchronize()
-    s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s); torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay(); torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); g.replay(); b.record(); b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
+def graph_us(fn, calls=10):
+    """Microseconds a call of fn, replayed from one CUDA graph of `calls` calls."""
+    return device_ms(graphed(fn, calls), "cuda", calls=2, rounds=10) * 1e3 / calls
 
 
 for dtype in (torch.bfloat16, torch.float32):

@@ -32,8 +32,8 @@ npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py amon
 triton_tests=(tests/python/triton)
 # With pytest-xdist (setup installs it where it can), tests run on 13 workers per 16 cores
 # (rounded up), at least 2 and at most 13, and the npu process beside them (2 workers on the
-# 16-core GPU machine: 15 processes, a core left for the child processes tests start); an AOTI package that
-# several tests share is compiled once per run by whichever worker needs it first
+# 16-core GPU machine: 15 processes, a core left for the child processes tests start); an
+# AOTI package that several tests share is compiled once per run by whichever worker needs it first
 # (tests/python/conftest.py). Many tests wait on child processes, so even a 2-core CI
 # machine gains from 2 workers. Without pytest-xdist, one process each.
 workers=$(( ($(nproc) * 13 + 15) / 16 ))

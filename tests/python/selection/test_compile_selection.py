@@ -55,8 +55,8 @@ def _child(program, *args, env=None, own_cache=False):
     """Runs a program in a child process. Each compiles afresh: the FX-graph and AOTAutograd
     caches off, since a graph served from them records no choice (resolutions()), while the
     rest of the worker's Inductor cache (compiled kernels, the compiler's checks) is shared,
-    which takes a child from about 14 s to 5 s on the CI VM. own_cache: an Inductor cache of the
-    test's own with every cache on, for the test of what the cache serves."""
+    so a child does not pay the compiler's first-use costs again. own_cache: an Inductor cache
+    of the test's own with every cache on, for the test of what the cache serves."""
     caches = ({"TORCHINDUCTOR_CACHE_DIR": str(args[0].parent / "cache")} if own_cache else
               {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"})
     r = run_python(PROGRAMS / program, FIXTURES, *args, env={**caches, **(env or {})})
