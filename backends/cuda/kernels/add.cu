@@ -4,10 +4,9 @@
 // addresses share their offset modulo 16 take the 16-byte vector path.
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
+#include <c10/core/Scalar.h>
 #include <c10/cuda/CUDAStream.h>
 
 namespace backplane::cuda {
@@ -23,8 +22,8 @@ struct AddOp {
 };
 
 template <typename scalar_t>
-void launch_add(std::string_view op, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
-                at::Tensor& out) {
+void launch_add(std::string_view op, const at::TensorBase& a, const at::TensorBase& b, const at::Scalar& alpha,
+                at::TensorBase& out) {
   const auto a_strides = broadcast_strides(a, out.sizes());
   const auto b_strides = broadcast_strides(b, out.sizes());
   launch_elementwise<scalar_t, 2>(op, out.device().index(), at::cuda::getCurrentCUDAStream(), out.sizes(),
@@ -36,11 +35,12 @@ void launch_add(std::string_view op, const at::Tensor& a, const at::Tensor& b, c
 
 }  // namespace
 
-void add(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+namespace kernels {  // registered by add.cpp
+
+void add(at::TensorBase& out, const at::TensorBase& a, const at::TensorBase& b, const at::Scalar& alpha) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "backplane_add_cuda",
                                   [&] { launch_add<scalar_t>("backplane::add", a, b, alpha, out); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, add, backplane::cuda::add)

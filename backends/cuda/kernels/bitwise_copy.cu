@@ -18,7 +18,7 @@ struct Identity {
 };
 
 template <typename bits_t>
-void copy_as(std::string_view op, const at::Tensor& out, const void* in, c10::ArrayRef<int64_t> in_strides) {
+void copy_as(std::string_view op, const at::TensorBase& out, const void* in, c10::ArrayRef<int64_t> in_strides) {
   launch_elementwise<bits_t, 1>(op, out.device().index(), at::cuda::getCurrentCUDAStream(), out.sizes(),
                                 static_cast<bits_t*>(out.data_ptr()), out.strides(),
                                 {static_cast<const bits_t*>(in)}, {in_strides}, Identity{});
@@ -26,7 +26,7 @@ void copy_as(std::string_view op, const at::Tensor& out, const void* in, c10::Ar
 
 // The view (in, in_strides) is laid out as out and out covers a dense span: the two spans
 // correspond byte for byte. (A size-1 dimension's stride addresses nothing.)
-bool same_dense_layout(const at::Tensor& out, c10::ArrayRef<int64_t> in_strides) {
+bool same_dense_layout(const at::TensorBase& out, c10::ArrayRef<int64_t> in_strides) {
   if (!out.is_non_overlapping_and_dense() || static_cast<int64_t>(in_strides.size()) != out.dim()) return false;
   for (int64_t d = 0; d < out.dim(); ++d)
     if (out.size(d) > 1 && in_strides[d] != out.stride(d)) return false;
@@ -35,7 +35,7 @@ bool same_dense_layout(const at::Tensor& out, c10::ArrayRef<int64_t> in_strides)
 
 }  // namespace
 
-void bitwise_copy(std::string_view op, const at::Tensor& out, const void* in, c10::ArrayRef<int64_t> in_strides) {
+void bitwise_copy(std::string_view op, const at::TensorBase& out, const void* in, c10::ArrayRef<int64_t> in_strides) {
   if (same_dense_layout(out, in_strides)) {
     // One device-to-device cudaMemcpyAsync on the current stream, as aten's clone of a
     // contiguous tensor does: the copy engine (a memcpy node in a CUDA graph), which the

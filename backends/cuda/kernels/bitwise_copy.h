@@ -3,7 +3,7 @@
 // serves every dtype of that size.
 #pragma once
 
-#include <ATen/core/Tensor.h>
+#include <ATen/core/TensorBase.h>
 #include <c10/util/ArrayRef.h>
 
 #include <string_view>
@@ -15,6 +15,6 @@ namespace backplane::cuda {
 // holds a CUDAGuard for out's device. A view laid out as out, out dense (a contiguous
 // identity_conv, a whole-image crop), is one cudaMemcpyAsync; any other layout runs the
 // elementwise copy kernel.
-void bitwise_copy(std::string_view op, const at::Tensor& out, const void* in, c10::ArrayRef<int64_t> in_strides);
+void bitwise_copy(std::string_view op, const at::TensorBase& out, const void* in, c10::ArrayRef<int64_t> in_strides);
 
 }  // namespace backplane::cuda

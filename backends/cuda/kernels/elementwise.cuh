@@ -43,7 +43,7 @@
 #include <ATen/core/Array.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
-#include <ATen/core/Tensor.h>
+#include <ATen/core/TensorBase.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
@@ -58,7 +58,7 @@ namespace backplane::cuda {
 
 // t's strides for the broadcast shape `sizes`: 0 where t is expanded (a missing
 // leading dimension, or size 1 against a larger size). For the binary ops (add, mul).
-inline c10::SmallVector<int64_t, 8> broadcast_strides(const at::Tensor& t, at::IntArrayRef sizes) {
+inline c10::SmallVector<int64_t, 8> broadcast_strides(const at::TensorBase& t, at::IntArrayRef sizes) {
   const int64_t lead = static_cast<int64_t>(sizes.size()) - t.dim();
   c10::SmallVector<int64_t, 8> strides(sizes.size(), 0);
   for (int64_t d = 0; d < t.dim(); ++d) strides[lead + d] = t.size(d) == sizes[lead + d] ? t.stride(d) : 0;
@@ -217,8 +217,8 @@ void launch_elementwise_outputs(std::string_view op, c10::DeviceIndex device, cu
 // backward ops (silu_mul_backward, mul_backward). On the current stream of the outputs'
 // device, whose CUDAGuard the caller holds.
 template <typename scalar_t, int NOUT, int NIN, typename Func>
-void launch_broadcast_outputs(std::string_view op, const std::array<at::Tensor*, NOUT>& out,
-                              const std::array<const at::Tensor*, NIN>& in, Func f) {
+void launch_broadcast_outputs(std::string_view op, const std::array<at::TensorBase*, NOUT>& out,
+                              const std::array<const at::TensorBase*, NIN>& in, Func f) {
   const at::IntArrayRef sizes = out[0]->sizes();
   std::array<scalar_t*, NOUT> out_ptrs;
   std::array<c10::ArrayRef<int64_t>, NOUT> out_strides;

@@ -3,8 +3,6 @@
 // aligned contiguous operands take the 16-byte vector path (elementwise.cuh).
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAStream.h>
@@ -22,7 +20,9 @@ struct MulOp {
 
 }  // namespace
 
-void mul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+namespace kernels {  // registered by mul.cpp
+
+void mul(at::TensorBase& out, const at::TensorBase& a, const at::TensorBase& b) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "backplane_mul_cuda", [&] {
     const auto a_strides = broadcast_strides(a, out.sizes());
     const auto b_strides = broadcast_strides(b, out.sizes());
@@ -34,6 +34,5 @@ void mul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, mul, backplane::cuda::mul)

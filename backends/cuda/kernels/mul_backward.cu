@@ -6,8 +6,6 @@
 // are read in place through their strides.
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 
@@ -28,13 +26,14 @@ struct MulBackwardOp {
 
 }  // namespace
 
-void mul_backward(at::Tensor& da, at::Tensor& db, const at::Tensor& grad, const at::Tensor& a, const at::Tensor& b) {
+namespace kernels {  // registered by mul_backward.cpp
+
+void mul_backward(at::TensorBase& da, at::TensorBase& db, const at::TensorBase& grad, const at::TensorBase& a, const at::TensorBase& b) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, da.scalar_type(), "backplane_mul_backward_cuda", [&] {
     launch_broadcast_outputs<scalar_t, 2, 3>("backplane::mul_backward", {&da, &db}, {&grad, &a, &b},
                                              MulBackwardOp<scalar_t>{});
   });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, mul_backward, backplane::cuda::mul_backward)

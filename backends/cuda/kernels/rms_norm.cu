@@ -25,8 +25,6 @@
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAException.h>
@@ -184,15 +182,15 @@ void launch_block(const RmsNormParams<scalar_t>& p, int64_t nvec, cudaStream_t s
 // True when every row of x starts 16-byte aligned and is whole vectors, and so are
 // weight and the output.
 template <typename scalar_t>
-bool rows_are_vectors(const at::Tensor& x, const StridedLayout<1>& rows, const at::Tensor& weight,
-                      const at::Tensor& out) {
+bool rows_are_vectors(const at::TensorBase& x, const StridedLayout<1>& rows, const at::TensorBase& weight,
+                      const at::TensorBase& out) {
   return rows_are_vectors<scalar_t>(x, rows) && weight.stride(0) == 1 && is_vector_aligned(weight.const_data_ptr()) &&
          is_vector_aligned(out.const_data_ptr());
 }
 
 template <typename scalar_t>
-void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor& weight, double eps,
-                     at::Tensor& out) {
+void launch_rms_norm(std::string_view op, const at::TensorBase& x, const at::TensorBase& weight, double eps,
+                     at::TensorBase& out) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr int64_t V = kVectorWidth<scalar_t>;
   const int64_t n = x.size(-1);
@@ -231,11 +229,12 @@ void launch_rms_norm(std::string_view op, const at::Tensor& x, const at::Tensor&
 
 }  // namespace
 
-void rms_norm(at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, double eps) {
+namespace kernels {  // registered by rms_norm.cpp
+
+void rms_norm(at::TensorBase& out, const at::TensorBase& x, const at::TensorBase& weight, double eps) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_rms_norm_cuda",
                                   [&] { launch_rms_norm<scalar_t>("backplane::rms_norm", x, weight, eps, out); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, rms_norm, backplane::cuda::rms_norm)

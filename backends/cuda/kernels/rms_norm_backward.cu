@@ -29,8 +29,6 @@
 #include "vector_access.cuh"
 #include "workspace.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAException.h>
@@ -227,10 +225,10 @@ __global__ void __launch_bounds__(kColumns* kSlices)
 // Runs a rows kernel with a grid of the blocks that fit on the device at once (cached
 // per kernel, thread count and device); returns its blocks' dweight sums ([blocks, n]).
 template <auto Kernel, typename scalar_t>
-at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor& x, cudaStream_t stream) {
+at::TensorBase launch_rows(BackwardParams<scalar_t> p, int threads, const at::TensorBase& x, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t grid = resident_row_blocks<Kernel>(x.device().index(), threads, p.rows);
-  at::Tensor partial = workspace<acc_t>({grid, p.n}, x);
+  at::TensorBase partial = workspace<acc_t>({grid, p.n}, x);
   p.partial = partial.mutable_data_ptr<acc_t>();
   // rows_kernel stores whole 16-byte vectors of sums; CUDA allocators (a pluggable one
   // included) hand out at least 256-byte aligned blocks, so this only guards that promise.
@@ -241,8 +239,8 @@ at::Tensor launch_rows(BackwardParams<scalar_t> p, int threads, const at::Tensor
 }
 
 template <typename scalar_t>
-void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, const at::Tensor& x,
-                     const at::Tensor& weight, double eps) {
+void launch_backward(at::TensorBase& dx, at::TensorBase& dweight, const at::TensorBase& grad, const at::TensorBase& x,
+                     const at::TensorBase& weight, double eps) {
   using acc_t = at::opmath_type<scalar_t>;
   constexpr std::string_view op = "backplane::rms_norm_backward";
   constexpr int64_t V = kVectorWidth<scalar_t>;
@@ -268,7 +266,7 @@ void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad
                              weight.stride(0),
                              static_cast<acc_t>(eps)};
   const int64_t nvec = n / V;
-  at::Tensor partial;
+  at::TensorBase partial;
   const bool vectors = rows_are_vectors<scalar_t>(x, x_rows) && rows_are_vectors<scalar_t>(grad, grad_rows) &&
                        weight.stride(0) == 1 && is_vector_aligned(weight.const_data_ptr()) &&
                        is_vector_aligned(dx.const_data_ptr()) && nvec <= kMaxThreads * kMaxVecs;
@@ -298,12 +296,13 @@ void launch_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad
 
 }  // namespace
 
-void rms_norm_backward(at::Tensor& dx, at::Tensor& dweight, const at::Tensor& grad, const at::Tensor& x,
-                       const at::Tensor& weight, double eps) {
+namespace kernels {  // registered by rms_norm_backward.cpp
+
+void rms_norm_backward(at::TensorBase& dx, at::TensorBase& dweight, const at::TensorBase& grad, const at::TensorBase& x,
+                       const at::TensorBase& weight, double eps) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_rms_norm_backward_cuda",
                                   [&] { launch_backward<scalar_t>(dx, dweight, grad, x, weight, eps); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, rms_norm_backward, backplane::cuda::rms_norm_backward)

@@ -14,8 +14,6 @@
 #include "dependent_launch.cuh"
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAException.h>
@@ -101,7 +99,9 @@ void launch_rotary(cudaStream_t stream, const StridedLayout<kOperands>& layout, 
 
 }  // namespace
 
-void rotary(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+namespace kernels {  // registered by rotary.cpp
+
+void rotary(at::TensorBase& out, const at::TensorBase& x, const at::TensorBase& cos, const at::TensorBase& sin) {
   const int64_t half = x.size(-1) / 2;
   std::vector<int64_t> halved = out.sizes().vec();
   halved.back() = half;
@@ -131,6 +131,5 @@ void rotary(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const a
   });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, rotary, backplane::cuda::rotary)

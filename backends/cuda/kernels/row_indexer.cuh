@@ -6,7 +6,7 @@
 #include "strided_indexing.cuh"
 #include "vector_access.cuh"
 
-#include <ATen/core/Tensor.h>
+#include <ATen/core/TensorBase.h>
 
 #include <cstdint>
 #include <string_view>
@@ -38,14 +38,14 @@ struct RowIndexer {
 };
 
 // The rows of t (every dimension but the last) in their logical order.
-inline StridedLayout<1> row_layout(std::string_view op, const at::Tensor& t) {
+inline StridedLayout<1> row_layout(std::string_view op, const at::TensorBase& t) {
   return make_layout<1>(op, t.sizes().slice(0, t.dim() - 1), {t.strides().slice(0, t.dim() - 1)}, /*reorder=*/false);
 }
 
 // Whether every row of t is whole unit-stride 16-byte vectors of scalar_t, each row
 // starting 16-byte aligned.
 template <typename scalar_t>
-bool rows_are_vectors(const at::Tensor& t, const StridedLayout<1>& rows) {
+bool rows_are_vectors(const at::TensorBase& t, const StridedLayout<1>& rows) {
   constexpr int64_t V = kVectorWidth<scalar_t>;
   if (t.stride(-1) != 1 || t.size(-1) % V != 0 || !is_vector_aligned(t.const_data_ptr())) return false;
   for (int d = 0; d < rows.ndim; ++d)

@@ -4,8 +4,6 @@
 // orders and merges its dimensions; elementwise.cuh peels the misaligned head).
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAStream.h>
@@ -23,7 +21,7 @@ struct ScaleOp {
 };
 
 template <typename scalar_t>
-void launch_scale(std::string_view op, at::Tensor& x, double s) {
+void launch_scale(std::string_view op, at::TensorBase& x, double s) {
   scalar_t* data = x.mutable_data_ptr<scalar_t>();
   launch_elementwise<scalar_t, 1>(op, x.device().index(), at::cuda::getCurrentCUDAStream(), x.sizes(), data,
                                   x.strides(), {data}, {x.strides()},
@@ -32,11 +30,12 @@ void launch_scale(std::string_view op, at::Tensor& x, double s) {
 
 }  // namespace
 
-void scale_(at::Tensor& x, double s) {
+namespace kernels {  // registered by scale.cpp
+
+void scale_(at::TensorBase& x, double s) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_scale__cuda",
                                   [&] { launch_scale<scalar_t>("backplane::scale_", x, s); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_WRITING_KERNEL(CUDA, scale_, backplane::cuda::scale_)

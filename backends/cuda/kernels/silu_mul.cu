@@ -4,8 +4,6 @@
 // aligned contiguous operands take the 16-byte vector path (elementwise.cuh).
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAStream.h>
@@ -24,7 +22,9 @@ struct SiluMulOp {
 
 }  // namespace
 
-void silu_mul(at::Tensor& out, const at::Tensor& gate, const at::Tensor& up) {
+namespace kernels {  // registered by silu_mul.cpp
+
+void silu_mul(at::TensorBase& out, const at::TensorBase& gate, const at::TensorBase& up) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "backplane_silu_mul_cuda", [&] {
     const auto gate_strides = broadcast_strides(gate, out.sizes());
     const auto up_strides = broadcast_strides(up, out.sizes());
@@ -36,6 +36,5 @@ void silu_mul(at::Tensor& out, const at::Tensor& gate, const at::Tensor& up) {
   });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, silu_mul, backplane::cuda::silu_mul)

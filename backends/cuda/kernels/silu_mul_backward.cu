@@ -6,8 +6,6 @@
 // in place through their strides.
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 
@@ -29,14 +27,15 @@ struct SiluMulBackwardOp {
 
 }  // namespace
 
-void silu_mul_backward(at::Tensor& dgate, at::Tensor& dup, const at::Tensor& grad, const at::Tensor& gate,
-                       const at::Tensor& up) {
+namespace kernels {  // registered by silu_mul_backward.cpp
+
+void silu_mul_backward(at::TensorBase& dgate, at::TensorBase& dup, const at::TensorBase& grad, const at::TensorBase& gate,
+                       const at::TensorBase& up) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dgate.scalar_type(), "backplane_silu_mul_backward_cuda", [&] {
     launch_broadcast_outputs<scalar_t, 2, 3>("backplane::silu_mul_backward", {&dgate, &dup}, {&grad, &gate, &up},
                                              SiluMulBackwardOp<scalar_t>{});
   });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, silu_mul_backward, backplane::cuda::silu_mul_backward)

@@ -3,8 +3,6 @@
 // opmath for float16 and bfloat16. out may be x itself, or strided.
 #include "elementwise.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAStream.h>
@@ -26,7 +24,7 @@ struct SinOp {
 };
 
 template <typename scalar_t>
-void launch_sin(std::string_view op, const at::Tensor& x, at::Tensor& out) {
+void launch_sin(std::string_view op, const at::TensorBase& x, at::TensorBase& out) {
   launch_elementwise<scalar_t, 1>(op, out.device().index(), at::cuda::getCurrentCUDAStream(), out.sizes(),
                                   out.mutable_data_ptr<scalar_t>(), out.strides(), {x.const_data_ptr<scalar_t>()},
                                   {x.strides()}, SinOp<scalar_t>{});
@@ -34,11 +32,12 @@ void launch_sin(std::string_view op, const at::Tensor& x, at::Tensor& out) {
 
 }  // namespace
 
-void sin_out(const at::Tensor& x, at::Tensor& out) {
+namespace kernels {  // registered by sin_out.cpp
+
+void sin_out(const at::TensorBase& x, at::TensorBase& out) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "backplane_sin_out_cuda",
                                   [&] { launch_sin<scalar_t>("backplane::sin_out", x, out); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_WRITING_KERNEL(CUDA, sin_out, backplane::cuda::sin_out)

@@ -19,9 +19,8 @@
 #include "row_reduce.cuh"
 #include "vector_access.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
+#include <ATen/core/TensorBase.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
@@ -164,7 +163,7 @@ void launch_register_rows(const scalar_t* x, scalar_t* y, int64_t rows, int64_t 
 }
 
 template <typename scalar_t>
-void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t n) {
+void launch_softmax(const at::TensorBase& xc, at::TensorBase& out, int64_t rows, int64_t n) {
   constexpr int V = kVectorWidth<scalar_t>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const scalar_t* x = xc.const_data_ptr<scalar_t>();
@@ -196,8 +195,10 @@ void launch_softmax(const at::Tensor& xc, at::Tensor& out, int64_t rows, int64_t
 
 }  // namespace
 
-void softmax(at::Tensor& out, const at::Tensor& x) {
-  const at::Tensor xc = x.contiguous();
+namespace kernels {  // registered by softmax.cpp
+
+void softmax(at::TensorBase& out, const at::TensorBase& x) {
+  const at::TensorBase xc = x.contiguous();
   const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
   const int64_t rows = xc.numel() / n;
   TORCH_CHECK(rows <= INT32_MAX, "backplane::softmax: at most 2^31 - 1 rows on CUDA, found ", rows);
@@ -205,6 +206,5 @@ void softmax(at::Tensor& out, const at::Tensor& x) {
                                   [&] { launch_softmax<scalar_t>(xc, out, rows, n); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, softmax, backplane::cuda::softmax)

@@ -22,8 +22,6 @@
 #include "vector_access.cuh"
 #include "workspace.cuh"
 
-#include <backplane/plugin/kernel.h>
-
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <c10/cuda/CUDAException.h>
@@ -163,7 +161,7 @@ __global__ void __launch_bounds__(kSplitThreads)
 // About four blocks a multiprocessor in all, chunks a multiple of a warp's width long.
 template <typename scalar_t>
 void launch_split_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t rows, int64_t n,
-                       const at::Tensor& like, cudaStream_t stream) {
+                       const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t wanted = (4 * multiprocessor_count(like.device().index()) + rows - 1) / rows;
   const int64_t most_chunks = std::min<int64_t>(kMaxChunks, std::max<int64_t>(1, n / kMinChunk));
@@ -171,7 +169,7 @@ void launch_split_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out, i
   const int64_t per_chunk = (n + target_chunks - 1) / target_chunks;
   const int64_t chunk = (per_chunk + kWarpSize - 1) / kWarpSize * kWarpSize;
   const int chunks = static_cast<int>((n + chunk - 1) / chunk);
-  const at::Tensor partial = workspace<acc_t>({rows * chunks}, like);
+  const at::TensorBase partial = workspace<acc_t>({rows * chunks}, like);
   acc_t* p = partial.mutable_data_ptr<acc_t>();
   const auto grid = static_cast<unsigned>(rows * chunks);
   launch_kernel(chunk_dot_kernel<scalar_t>, grid, kSplitThreads, stream, grad, y, p, n, chunk, chunks);
@@ -190,7 +188,7 @@ void launch_register_rows(const scalar_t* grad, const scalar_t* y, scalar_t* out
 }
 
 template <typename scalar_t>
-void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Tensor& out, int64_t rows, int64_t n) {
+void launch_softmax_backward(const at::TensorBase& gc, const at::TensorBase& yc, at::TensorBase& out, int64_t rows, int64_t n) {
   constexpr int V = kVectorWidth<scalar_t>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const scalar_t* grad = gc.const_data_ptr<scalar_t>();
@@ -221,8 +219,10 @@ void launch_softmax_backward(const at::Tensor& gc, const at::Tensor& yc, at::Ten
 
 }  // namespace
 
-void softmax_backward(at::Tensor& out, const at::Tensor& grad, const at::Tensor& y) {
-  const at::Tensor gc = grad.contiguous(), yc = y.contiguous();
+namespace kernels {  // registered by softmax_backward.cpp
+
+void softmax_backward(at::TensorBase& out, const at::TensorBase& grad, const at::TensorBase& y) {
+  const at::TensorBase gc = grad.contiguous(), yc = y.contiguous();
   const int64_t n = y.dim() == 0 ? 1 : y.size(-1);
   const int64_t rows = yc.numel() / n;
   TORCH_CHECK(rows <= INT32_MAX, "backplane::softmax_backward: at most 2^31 - 1 rows on CUDA, found ", rows);
@@ -230,6 +230,5 @@ void softmax_backward(at::Tensor& out, const at::Tensor& grad, const at::Tensor&
                                   [&] { launch_softmax_backward<scalar_t>(gc, yc, out, rows, n); });
 }
 
+}  // namespace kernels
 }  // namespace backplane::cuda
-
-BACKPLANE_KERNEL(CUDA, softmax_backward, backplane::cuda::softmax_backward)

@@ -4,7 +4,7 @@
 // launch is safe too).
 #pragma once
 
-#include <ATen/core/Tensor.h>
+#include <ATen/core/TensorBase.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
@@ -17,7 +17,7 @@ namespace backplane::cuda {
 // theirs (at::detail::empty_cuda: the current CUDA allocator, a pluggable one included),
 // without at::empty's dispatcher round trip through BackendSelect and empty.memory_format.
 template <typename T>
-at::Tensor workspace(c10::IntArrayRef sizes, const at::Tensor& like) {
+at::TensorBase workspace(c10::IntArrayRef sizes, const at::TensorBase& like) {
   return at::detail::empty_cuda(sizes, c10::CppTypeToScalarType<T>::value, like.device(), std::nullopt);
 }
 
