@@ -1,5 +1,5 @@
-// mul's registration; its kernels are in mul.cu, which sees only at::TensorBase (../CMakeLists.txt:
-// why registration is kept out of the .cu files).
+// mul's registration; its kernels are in mul.cu, which sees only at::TensorBase
+// (../CMakeLists.txt: why registration is kept out of the .cu files).
 #include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {

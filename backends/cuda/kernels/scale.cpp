@@ -1,5 +1,5 @@
-// scale_'s registration; its kernels are in scale.cu, which sees only at::TensorBase (../CMakeLists.txt:
-// why registration is kept out of the .cu files).
+// scale_'s registration; its kernels are in scale.cu, which sees only at::TensorBase
+// (../CMakeLists.txt: why registration is kept out of the .cu files).
 #include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {

@@ -1,5 +1,5 @@
-// silu_mul's registration; its kernels are in silu_mul.cu, which sees only at::TensorBase (../CMakeLists.txt:
-// why registration is kept out of the .cu files).
+// silu_mul's registration; its kernels are in silu_mul.cu, which sees only at::TensorBase
+// (../CMakeLists.txt: why registration is kept out of the .cu files).
 #include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {

@@ -1,5 +1,5 @@
-// sin_out's registration; its kernels are in sin_out.cu, which sees only at::TensorBase (../CMakeLists.txt:
-// why registration is kept out of the .cu files).
+// sin_out's registration; its kernels are in sin_out.cu, which sees only at::TensorBase
+// (../CMakeLists.txt: why registration is kept out of the .cu files).
 #include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {

@@ -1,5 +1,5 @@
-// softmax's registration; its kernels are in softmax.cu, which sees only at::TensorBase (../CMakeLists.txt:
-// why registration is kept out of the .cu files).
+// softmax's registration; its kernels are in softmax.cu, which sees only at::TensorBase
+// (../CMakeLists.txt: why registration is kept out of the .cu files).
 #include <backplane/plugin/kernel.h>
 
 namespace backplane::cuda {
