@@ -1,7 +1,8 @@
 """rms_norm_backward on the Triton plugin at 8192x4096: every candidate configuration the tuner
 chooses among, timed by triton.testing.do_bench (the tuner's timer until 6a6477b, and still off
 CUDA) and as `backplane bench --cuda-graph` does (CUDA-graph replays, as the tuner times on
-CUDA since); then the tuner's own pick and the op through the core as a graph. Needs a CUDA GPU, the plugin built (cmake target backplane_triton):
+CUDA since); then the tuner's own pick and the op through the core as a graph. Needs a CUDA
+GPU, the plugin built (cmake target backplane_triton):
 
     PYTHONPATH=python BACKPLANE_LIB_DIR=build/lib python experiments/triton_rms_norm_backward_candidates.py
 

@@ -77,8 +77,9 @@ if (( ${#parallel[@]} )); then
   # (tests/python/triton_interpreter.py), it only skips, which took 18 s of 13 workers'
   # start-up after the main suite. On CI's 2 cores it follows the main suite: beside it, in
   # one process, it tripled the main suite's time there (674 -> 2,098 s).
-  triton_log=$(mktemp) triton_pid=
+  triton_pid=
   if (( ${#npu_parallel[@]} )); then
+    triton_log=$(mktemp)
     "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$triton_log" 2>&1 & triton_pid=$!
   fi
   status=0
@@ -94,11 +95,11 @@ if (( ${#parallel[@]} )); then
     wait "$triton_pid" || triton_status=$?
     echo "--- Triton plugin kernels under Triton's interpreter (run beside the others):"
     cat "$triton_log"
+    rm -f "$triton_log"
   else
     echo "--- Triton plugin kernels under Triton's interpreter:"
     "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${parallel[@]}" || triton_status=$?
   fi
-  rm -f "$triton_log"
   echo "[test] pytest: $(( SECONDS - t0 )) s"
   (( status == 0 && npu_status == 0 && triton_status == 0 ))
 else

@@ -1,11 +1,11 @@
 """Launch configurations chosen per shape: measured once on the GPU, then cached.
 
 A kernel module lists its candidate configurations for a call, best guess first, and
-runs the one `pick` returns. Candidates are timed (triton.testing.do_bench) the first
-time a key is seen, and the fastest is kept for the process: on CUDA replayed from a CUDA
-graph of _GRAPH_CALLS launches (the GPU's time alone, as `backplane bench --cuda-graph`
-and compiled or captured models see it), elsewhere by triton.testing.do_bench. The first
-candidate is used without timing:
+runs the one `pick` returns. Candidates are timed the first time a key is seen, and the
+fastest is kept for the process: on CUDA replayed from a CUDA graph of _GRAPH_CALLS
+launches (the GPU's time alone, as `backplane bench --cuda-graph` and compiled or captured
+models see it), elsewhere by triton.testing.do_bench. The first candidate is used without
+timing:
 - under TRITON_INTERPRET=1 (tests on the CPU: one configuration, fast),
 - where BACKPLANE_TRITON_AUTOTUNE=0 (no timing at first calls; reproducible launches),
 - while the current stream is capturing a CUDA graph (nothing may synchronize then;
@@ -79,29 +79,14 @@ def pick(key, candidates, launch):
 
 
 def _time_ms(fn) -> float:
-    """Milliseconds one call of fn takes on the device: the median of _REPLAYS replays of a
-    CUDA graph of _GRAPH_CALLS calls on CUDA, else triton.testing.do_bench's median."""
+    """Milliseconds one call of fn takes on the device: on CUDA the median of _REPLAYS
+    replays of a CUDA graph of _GRAPH_CALLS calls (backplane.bench.timing's graph timer, the
+    one the experiments use; imported at the first timing only), else triton.testing.do_bench's
+    median."""
     if not torch.cuda.is_available() or torch.version.hip is not None:
         import triton.testing
 
         return triton.testing.do_bench(fn, warmup=5, rep=25, return_mode="median")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()  # compiles the candidate, outside the capture
-        stream.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(_GRAPH_CALLS):
-                fn()
-        graph.replay()  # the first replay uploads the graph
-        times = []
-        for _ in range(_REPLAYS):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record(stream)
-            graph.replay()
-            end.record(stream)
-            end.synchronize()
-            times.append(start.elapsed_time(end) / _GRAPH_CALLS)
-    torch.cuda.current_stream().wait_stream(stream)
-    return sorted(times)[len(times) // 2]
+    from backplane.bench.timing import device_ms, graphed
+
+    return device_ms(graphed(fn, _GRAPH_CALLS), "cuda", calls=1, rounds=_REPLAYS) / _GRAPH_CALLS
