@@ -5,7 +5,7 @@
 #                                        every gtest suite through CTest, and the pytest
 #                                        suites with Python running the instrumented
 #                                        libraries, ASan's runtime preloaded), the model
-#                                        pipeline on one model (see below)
+#                                        pipeline on one model, no slow test (see below)
 #   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
 #                                        worker threads) and the 16-thread loader stress
 #                                        test, each run 3 times
@@ -67,21 +67,23 @@ if [ "$MODE" = asan ]; then
   else
     preload="$("$cxx" -print-file-name=libasan.so) $("$cxx" -print-file-name=libubsan.so)"
   fi
-  # One subset, said here and in .ci/run: the model pipeline's tests
+  # Two subsets, said here and in .ci/run. The model pipeline's tests
   # (tests/python/pipeline/test_models_pipeline.py) run on its identity model only, not
-  # again on decoder_block. Every one of those tests still runs under ASan, every op still
-  # goes through conformance, opcheck, autograd and the AOTInductor tests here, and
-  # decoder_block's pipeline runs whole in make test (and on npu, test_aoti_npu_pipeline,
-  # here too); what the repeat adds is mostly the AOTInductor compile of a larger model,
-  # with ASan's runtime in the compiler.
-  # BACKPLANE_ASAN_ALL=1 runs them all.
-  [ "${BACKPLANE_ASAN_ALL:-}" = 1 ] || export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k 'not decoder_block'"
+  # again on decoder_block: what the repeat adds is mostly the AOTInductor compile of a
+  # larger model, with ASan's runtime in the compiler. And the tests marked slow (each an
+  # AOTInductor or Inductor compile of a minute or so, tests/python/conftest.py) do not run
+  # here: their time is g++ compiling generated code, and the C++ of ours they reach runs
+  # in smaller tests that do run here (packages loaded in Python and run from C++ by
+  # `backplane run`, npu packages among them: tests/python/aoti, backends/npu/tests/
+  # test_aoti.py; every plugin kernel a compiled graph calls, through conformance and
+  # opcheck). make test runs them all. BACKPLANE_ASAN_ALL=1 runs them all here too.
+  [ "${BACKPLANE_ASAN_ALL:-}" = 1 ] || export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k 'not decoder_block' -m 'not slow'"
   BACKPLANE_PYTHON_PRELOAD="$preload" \
     BACKPLANE_TEST_BACKENDS=cpu,npu scripts/test.sh "$BUILD"
   if [ "${BACKPLANE_ASAN_ALL:-}" = 1 ]; then
     echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites passed with no report"
   else
-    echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites (the model pipeline on its identity model) passed with no report"
+    echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites (the model pipeline on its identity model, no test marked slow) passed with no report"
   fi
 else
   cmake --build "$BUILD" --parallel --target backplane_npu_runtime_tests backplane_loader_tests backplane_acme
