@@ -5,7 +5,8 @@
 #                                        every gtest suite through CTest, and the pytest
 #                                        suites with Python running the instrumented
 #                                        libraries, ASan's runtime preloaded), the model
-#                                        pipeline on one model, no slow test (see below)
+#                                        pipeline on one model, no slow test, no
+#                                        interpreted Triton kernel (see below)
 #   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
 #                                        worker threads) and the 16-thread loader stress
 #                                        test, each run 3 times
@@ -67,7 +68,7 @@ if [ "$MODE" = asan ]; then
   else
     preload="$("$cxx" -print-file-name=libasan.so) $("$cxx" -print-file-name=libubsan.so)"
   fi
-  # Two subsets, said here and in .ci/run. The model pipeline's tests
+  # Three subsets, said here and in .ci/run. The model pipeline's tests
   # (tests/python/pipeline/test_models_pipeline.py) run on its identity model only, not
   # again on decoder_block: what the repeat adds is mostly the AOTInductor compile of a
   # larger model, with ASan's runtime in the compiler. And the tests marked slow (each an
@@ -76,14 +77,22 @@ if [ "$MODE" = asan ]; then
   # in smaller tests that do run here (packages loaded in Python and run from C++ by
   # `backplane run`, npu packages among them: tests/python/aoti, backends/npu/tests/
   # test_aoti.py; every plugin kernel a compiled graph calls, through conformance and
-  # opcheck). make test runs them all. BACKPLANE_ASAN_ALL=1 runs them all here too.
-  [ "${BACKPLANE_ASAN_ALL:-}" = 1 ] || export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k 'not decoder_block' -m 'not slow'"
+  # opcheck). And the interpreted Triton kernel suite (tests/python/triton) does not run
+  # here: its kernels are Python run by Triton's interpreter on NumPy, none of it
+  # instrumented; the C++ a Triton-kind plugin goes through on the CPU (the core, and the
+  # bridge python/src/python_kernels.cpp) runs under ASan in tests/python/plugins/
+  # test_triton_kind.py and the bench's Triton rows. make test runs them all.
+  # BACKPLANE_ASAN_ALL=1 runs them all here too.
+  if [ "${BACKPLANE_ASAN_ALL:-}" != 1 ]; then
+    export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k 'not decoder_block' -m 'not slow'"
+    export BACKPLANE_SKIP_TRITON_SUITE="ASan: its kernels are interpreted Python; make test runs it"
+  fi
   BACKPLANE_PYTHON_PRELOAD="$preload" \
     BACKPLANE_TEST_BACKENDS=cpu,npu scripts/test.sh "$BUILD"
   if [ "${BACKPLANE_ASAN_ALL:-}" = 1 ]; then
     echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites passed with no report"
   else
-    echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites (the model pipeline on its identity model, no test marked slow) passed with no report"
+    echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites (the model pipeline on its identity model, no test marked slow, no interpreted Triton kernel) passed with no report"
   fi
 else
   cmake --build "$BUILD" --parallel --target backplane_npu_runtime_tests backplane_loader_tests backplane_acme

@@ -3,6 +3,8 @@
 # GPU-only cases skip with their reason on machines without the device.
 #   BACKPLANE_PYTHON_PRELOAD=libs  LD_PRELOAD for the Python processes only (a sanitizer's
 #                                  runtime, scripts/sanitizers.sh asan)
+#   BACKPLANE_SKIP_TRITON_SUITE=why  leave out the interpreted Triton kernel suite
+#                                  (tests/python/triton), saying why (scripts/sanitizers.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -30,6 +32,7 @@ npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py amon
 # The Triton plugin's kernel tests set TRITON_INTERPRET=1 (Triton's CPU interpreter) for
 # their whole process, which no other test may run under: a process of their own too.
 triton_tests=(tests/python/triton)
+triton_skipped=${BACKPLANE_SKIP_TRITON_SUITE:-}
 # With pytest-xdist (setup installs it where it can), tests run on 13 workers per 16 cores
 # (rounded up), at least 2 and at most 13, and the npu process beside them (2 workers on the
 # 16-core GPU machine: 15 processes, a core left for the child processes tests start); an
@@ -78,7 +81,7 @@ if (( ${#parallel[@]} )); then
   # start-up after the main suite. On CI's 2 cores it follows the main suite: beside it, in
   # one process, it tripled the main suite's time there (674 -> 2,098 s).
   triton_pid=
-  if (( ${#npu_parallel[@]} )); then
+  if (( ${#npu_parallel[@]} )) && [ -z "$triton_skipped" ]; then
     triton_log=$(mktemp)
     "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$triton_log" 2>&1 & triton_pid=$!
   fi
@@ -96,6 +99,8 @@ if (( ${#parallel[@]} )); then
     echo "--- Triton plugin kernels under Triton's interpreter (run beside the others):"
     cat "$triton_log"
     rm -f "$triton_log"
+  elif [ -n "$triton_skipped" ]; then
+    echo "--- Triton plugin kernels under Triton's interpreter: not run ($triton_skipped)"
   else
     echo "--- Triton plugin kernels under Triton's interpreter:"
     "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${parallel[@]}" || triton_status=$?
@@ -105,5 +110,9 @@ if (( ${#parallel[@]} )); then
 else
   "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}"
   "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
-  "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs
+  if [ -n "$triton_skipped" ]; then
+    echo "--- Triton plugin kernels under Triton's interpreter: not run ($triton_skipped)"
+  else
+    "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs
+  fi
 fi
