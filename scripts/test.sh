@@ -33,6 +33,16 @@ npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py amon
 # their whole process, which no other test may run under: a process of their own too.
 triton_tests=(tests/python/triton)
 triton_skipped=${BACKPLANE_SKIP_TRITON_SUITE:-}
+# triton_suite [PYTEST_ARGS...]: the interpreted suite in the foreground, or the reason it is
+# left out.
+triton_suite() {
+  if [ -n "$triton_skipped" ]; then
+    echo "--- Triton plugin kernels under Triton's interpreter: not run ($triton_skipped)"
+    return 0
+  fi
+  echo "--- Triton plugin kernels under Triton's interpreter:"
+  "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "$@"
+}
 # With pytest-xdist (setup installs it where it can), tests run on 13 workers per 16 cores
 # (rounded up), at least 2 and at most 13, and the npu process beside them (2 workers on the
 # 16-core GPU machine: 15 processes, a core left for the child processes tests start); an
@@ -99,20 +109,13 @@ if (( ${#parallel[@]} )); then
     echo "--- Triton plugin kernels under Triton's interpreter (run beside the others):"
     cat "$triton_log"
     rm -f "$triton_log"
-  elif [ -n "$triton_skipped" ]; then
-    echo "--- Triton plugin kernels under Triton's interpreter: not run ($triton_skipped)"
   else
-    echo "--- Triton plugin kernels under Triton's interpreter:"
-    "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${parallel[@]}" || triton_status=$?
+    triton_suite "${parallel[@]}" || triton_status=$?
   fi
   echo "[test] pytest: $(( SECONDS - t0 )) s"
   (( status == 0 && npu_status == 0 && triton_status == 0 ))
 else
   "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}"
   "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
-  if [ -n "$triton_skipped" ]; then
-    echo "--- Triton plugin kernels under Triton's interpreter: not run ($triton_skipped)"
-  else
-    "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs
-  fi
+  triton_suite
 fi
