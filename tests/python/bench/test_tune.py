@@ -237,7 +237,7 @@ def test_tune_times_each_plugin_at_every_size_and_keeps_the_figures(tmp_path):
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU (the GPU machine)")
 def test_tune_between_two_cuda_plugins(tmp_path):
-    # cuda_alt (tests/fixtures/cuda_alt_plugin.cu) adds on 16 blocks only: within 2x of cuda's
+    # cuda_alt (tests/fixtures/cuda_alt_plugin.cpp) adds on 16 blocks only: within 2x of cuda's
     # kernel for 4K elements (both one small launch), 20x slower and more from 1M on. The
     # margin is set so that only the by-construction gap moves a size: cuda_alt, loaded
     # first, keeps 4K; cuda takes the rest. (At the default margin cuda, with its vectorized
