@@ -115,8 +115,8 @@ def plain_package(tmp_path_factory):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "slow: a test of a minute or so (an AOTInductor or Inductor compile); under "
-        "pytest-xdist each starts first on a worker of its own")
+        "markers", "slow: a test of half a minute or more (an AOTInductor, Inductor or Triton "
+        "compile); under pytest-xdist they start first, dealt round the workers")
 
 
 def _first_test_of_each_worker(count: int, workers: int) -> list[int]:
@@ -130,22 +130,24 @@ def _first_test_of_each_worker(count: int, workers: int) -> list[int]:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the tests marked slow go to the head of different workers'
-    shares: left in file order, several landed at the head of one worker's share, which
-    ran them one after another while the others had finished (work stealing takes from
-    the tail of a share). The order is the same on every worker, as xdist requires."""
+    """Under pytest-xdist, the tests marked slow go to the heads of different workers'
+    shares, dealt round: each share's first test is a slow one while any is left, then its
+    second, and so on. Left in file order, several landed at the head of one worker's
+    share, which ran them one after another while the others had finished (work stealing
+    takes from the tail of a share). The order is the same on every worker, as xdist
+    requires."""
     workers = getattr(config, "workerinput", {}).get("workercount") or 0
     slow = [item for item in items if item.get_closest_marker("slow")]
     if workers < 2 or not slow or len(items) < 2 * workers:
         return
-    fast = iter([item for item in items if not item.get_closest_marker("slow")])
-    slow_left = iter(slow)
-    starts = set(_first_test_of_each_worker(len(items), workers))
-    # A share's head takes a slow test while any is left; other places a fast one while any
-    # is left (slow tests beyond the workers' heads thus go last; with few fast tests, the
-    # slow ones fill in).
-    order = []
-    for position in range(len(items)):
-        first, second = (slow_left, fast) if position in starts else (fast, slow_left)
-        order.append(next(first, None) or next(second))
-    items[:] = order
+    fast = [item for item in items if not item.get_closest_marker("slow")]
+    starts = _first_test_of_each_worker(len(items), workers)
+    ends = starts[1:] + [len(items)]
+    heads = []  # positions for the slow tests: every share's first, then every share's second, ...
+    depth = 0
+    while len(heads) < len(slow):
+        heads += [start + depth for start, end in zip(starts, ends) if start + depth < end]
+        depth += 1
+    heads = set(heads[:len(slow)])
+    slow_left, fast_left = iter(slow), iter(fast)
+    items[:] = [next(slow_left) if position in heads else next(fast_left) for position in range(len(items))]

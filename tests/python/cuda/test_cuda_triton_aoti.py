@@ -37,6 +37,7 @@ def command():
     return BACKPLANE
 
 
+@pytest.mark.slow  # an AOTInductor compile with Triton kernels: half a minute
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_a_package_holds_the_triton_kernels_and_runs_from_cpp(triton_plugin, command, dtype, tmp_path):
     from backplane.compile import resolutions
