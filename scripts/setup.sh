@@ -41,12 +41,15 @@ if ! command -v ccache >/dev/null && [ "$(id -u)" = 0 ] && apt-cache show ccache
 fi
 
 # --- Python with torch ---------------------------------------------------------------
-torch_ok() {  # $1: interpreter; true when it imports torch >= 2.11
-  "$1" - <<'PY' 2>/dev/null
+torch_version=""
+torch_ok() {  # $1: interpreter; true when it imports torch >= 2.11 (its version: $torch_version)
+  torch_version=$("$1" - <<'PY' 2>/dev/null
 import sys, torch
 major, minor = (int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+print(torch.__version__)
 sys.exit(0 if (major, minor) >= (2, 11) else 1)
 PY
+)
 }
 python=""
 if [ -n "${TORCH_PYTHON:-}" ]; then
@@ -61,21 +64,30 @@ else
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check "torch==$TORCH_VERSION"
   python=$PWD/.venv/bin/python
+  torch_ok "$python" || { echo "[setup] torch==$TORCH_VERSION did not install into .venv" >&2; exit 1; }
 fi
+# has MODULE...: true when each is installed (found, not imported: importing onnxscript or
+# matplotlib alone takes seconds).
+has() {
+  "$python" - "$@" <<'PY' 2>/dev/null
+import importlib.util, sys
+sys.exit(0 if all(importlib.util.find_spec(m) is not None for m in sys.argv[1:]) else 1)
+PY
+}
 # Test and bench tools; on a machine without network they must already be there.
 # setuptools: the autoload test pip-installs the package offline (no build isolation).
-if ! "$python" -c 'import pytest, numpy, setuptools' 2>/dev/null; then
+if ! has pytest numpy setuptools; then
   say "installing pytest, numpy and setuptools into $python"
   "$python" -m pip install -q --disable-pip-version-check pytest numpy setuptools
 fi
 # Parallel test workers (scripts/test.sh). Optional: without it the tests run in one process.
-if ! "$python" -c 'import xdist' 2>/dev/null; then
+if ! has xdist; then
   "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 10 pytest-xdist ||
     say "could not install pytest-xdist: the Python tests run in one process"
 fi
 # The wheel (pip install . at the root) and the SDK journey: scikit-build-core. Plots of
 # the benchmarks: matplotlib. Optional: without them the journey and --plot say so.
-if ! "$python" -c 'import scikit_build_core, matplotlib' 2>/dev/null; then
+if ! has scikit_build_core matplotlib; then
   say "installing scikit-build-core and matplotlib into $python"
   # Quick to give up where there is no network (the GPU machine has matplotlib already).
   "$python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 10 scikit-build-core matplotlib ||
@@ -83,7 +95,7 @@ if ! "$python" -c 'import scikit_build_core, matplotlib' 2>/dev/null; then
 fi
 # The ONNX step of the model pipeline. Optional: where they cannot be installed (the GPU
 # machine has no network) the ONNX tests skip and say why.
-if ! "$python" -c 'import onnx, onnxscript, onnxruntime' 2>/dev/null; then
+if ! has onnx onnxscript onnxruntime; then
   say "installing onnx, onnxscript and onnxruntime into $python"
   "$python" -m pip install -q --disable-pip-version-check onnx onnxscript onnxruntime ||
     say "could not install the ONNX packages: the ONNX step and its tests will skip"
@@ -132,4 +144,4 @@ if [ -n "${CUDAHOSTCXX:-}" ]; then
     say "CUDAHOSTCXX=$CUDAHOSTCXX links libstdc++ statically; nvcc will use $cxx instead"; fi
 fi
 echo "$cuda_host" > "$BUILD/.cudahostcxx"
-say "python: $python (torch $("$python" -c 'import torch; print(torch.__version__)'))"
+say "python: $python (torch $torch_version)"
