@@ -64,5 +64,6 @@ configure_package_config_file(cmake/BackplaneConfig.cmake.in ${PROJECT_BINARY_DI
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake ${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
-              cmake/TorchFromPython.cmake cmake/BackplanePlugin.cmake cmake/CheckDynamicLibstdcxx.cmake
+              cmake/TorchFromPython.cmake cmake/BackplanePlugin.cmake cmake/BackplanePrecompile.cmake
+              cmake/CheckDynamicLibstdcxx.cmake
         DESTINATION ${_bp_cmake_dest})

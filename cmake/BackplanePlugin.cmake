@@ -27,6 +27,10 @@
 #                                    TORCH_TARGET_VERSION = TORCH_TARGET (default: that
 #                                    torch's major.minor); the plugin then runs under that
 #                                    torch and every later one (docs/shipping-a-plugin.md)
+#     [PRECOMPILE_TORCH_HEADERS]     torch's headers precompiled once for the plugin's C++
+#                                    files (cmake/BackplanePrecompile.cmake): pays from
+#                                    about eight files; -DBACKPLANE_PCH=OFF turns it off.
+#                                    Not with STABLE_ABI (those files never see them)
 #     [NO_INSTALL])
 #
 # Builds libbackplane_<name>.so and, right after linking, its manifest
@@ -39,6 +43,7 @@
 # find_package(Backplane): there it uses the installed core and manifest tool.
 
 set(_BACKPLANE_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
+include(${_BACKPLANE_CMAKE_DIR}/BackplanePrecompile.cmake)
 
 # Adds a post-build check that `target` loads libstdc++ dynamically
 # (see CheckDynamicLibstdcxx.cmake).
@@ -98,7 +103,7 @@ function(_backplane_stable_abi target torch_target key out_args)
 endfunction()
 
 function(backplane_add_plugin name)
-  cmake_parse_arguments(P "NO_INSTALL;STABLE_ABI"
+  cmake_parse_arguments(P "NO_INSTALL;STABLE_ABI;PRECOMPILE_TORCH_HEADERS"
                         "DISPATCH_KEY;VERSION;OUTPUT_DIR;PYTHON_MODULE;PYTHON_SOURCES;REGISTRY;USES_REGISTRY;TORCH_TARGET"
                         "SOURCES;LINK" ${ARGN})
   if(P_UNPARSED_ARGUMENTS)
@@ -112,6 +117,10 @@ function(backplane_add_plugin name)
   endif()
   if(NOT P_SOURCES)
     message(FATAL_ERROR "backplane_add_plugin(${name}): SOURCES is empty")
+  endif()
+  if(P_PRECOMPILE_TORCH_HEADERS AND P_STABLE_ABI)
+    message(FATAL_ERROR "backplane_add_plugin(${name}): PRECOMPILE_TORCH_HEADERS precompiles the full torch "
+                        "headers, which a STABLE_ABI plugin must not include: leave one out")
   endif()
   if(P_PYTHON_SOURCES AND NOT P_PYTHON_MODULE)
     message(FATAL_ERROR "backplane_add_plugin(${name}): PYTHON_SOURCES needs PYTHON_MODULE <package name>")
@@ -142,6 +151,9 @@ function(backplane_add_plugin name)
                           "under the torch it was built with only)")
     endif()
     target_link_libraries(${target} PRIVATE ${BACKPLANE_CORE_TARGET} ${P_LINK})
+    if(P_PRECOMPILE_TORCH_HEADERS)
+      backplane_precompile_torch(${target})
+    endif()
   endif()
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME backplane_${name}

@@ -3,7 +3,9 @@
 # large header image), they pay off from about five files a target. The C++ files of a
 # target share one image (CMake builds it with the target's own flags, so the CPU
 # kernels' AVX2 and AVX512 builds each get theirs); CUDA files are left alone.
-#   -DBACKPLANE_PCH=OFF   compile without (as the installed BackplanePlugin.cmake does)
+# A plugin asks for it with backplane_add_plugin(... PRECOMPILE_TORCH_HEADERS), in this
+# repository and out of tree (installed beside BackplanePlugin.cmake, which includes it).
+#   -DBACKPLANE_PCH=OFF   compile without
 option(BACKPLANE_PCH "Precompile torch's headers for the larger targets" ON)
 
 function(backplane_precompile_torch target)

@@ -43,16 +43,41 @@ def test_every_cpp_scaffold_defaults_to_release(tmp_path, flags):
     assert cmake.index(RELEASE_DEFAULT) < cmake.index("find_package(Backplane")
 
 
-def test_configured_without_a_build_type_the_scaffold_is_release(tmp_path, prefix):
-    new_backend(prefix / "bin" / "backplane", tmp_path, "acme", "--dispatch-key", "CPU")
-    configure = ["cmake", "-S", str(tmp_path / "acme"), "-B", str(tmp_path / "b"), f"-DCMAKE_PREFIX_PATH={prefix}"]
+def _configure(source: Path, build: Path, prefix: Path) -> subprocess.CompletedProcess:
+    """cmake's configure of a scaffold against the prefix, with this build's Python and compiler."""
+    configure = ["cmake", "-S", str(source), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}"]
     for setting, file in (("BACKPLANE_PYTHON", ".python"), ("CMAKE_CXX_COMPILER", ".cxx")):
         if (BUILD / file).is_file():
             configure.append(f"-D{setting}={(BUILD / file).read_text().strip()}")
-    done = subprocess.run(configure, capture_output=True, text=True, timeout=300)
+    return subprocess.run(configure, capture_output=True, text=True, timeout=300)
+
+
+def test_configured_without_a_build_type_the_scaffold_is_release(tmp_path, prefix):
+    new_backend(prefix / "bin" / "backplane", tmp_path, "acme", "--dispatch-key", "CPU")
+    done = _configure(tmp_path / "acme", tmp_path / "b", prefix)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "backplane_acme: no CMAKE_BUILD_TYPE given, building Release" in done.stdout
     assert "CMAKE_BUILD_TYPE:STRING=Release" in (tmp_path / "b" / "CMakeCache.txt").read_text()
+
+
+def test_the_device_scaffold_precompiles_torch_headers_from_the_prefix(tmp_path, prefix):
+    # The PrivateUse1 scaffold (a device layer and a kernel per op: tens of files) asks for
+    # precompiled torch headers; the prefix carries the module that makes them.
+    new_backend(prefix / "bin" / "backplane", tmp_path, "nova", "--dispatch-key", "PrivateUse1")
+    assert "PRECOMPILE_TORCH_HEADERS" in (tmp_path / "nova" / "CMakeLists.txt").read_text()
+    assert any(prefix.glob("**/cmake/**/BackplanePrecompile.cmake")), "the prefix lacks BackplanePrecompile.cmake"
+
+
+def test_precompiled_torch_headers_with_the_stable_abi_are_refused_by_name(tmp_path, prefix):
+    new_backend(prefix / "bin" / "backplane", tmp_path, "acme", "--dispatch-key", "CPU", "--stable-abi")
+    cmake = tmp_path / "acme" / "CMakeLists.txt"
+    text = cmake.read_text()
+    assert "STABLE_ABI TORCH_TARGET" in text
+    cmake.write_text(text.replace("STABLE_ABI TORCH_TARGET", "STABLE_ABI PRECOMPILE_TORCH_HEADERS TORCH_TARGET"))
+    done = _configure(tmp_path / "acme", tmp_path / "b", prefix)
+    assert done.returncode != 0
+    assert ("backplane_add_plugin(acme): PRECOMPILE_TORCH_HEADERS precompiles the full torch headers, which a "
+            "STABLE_ABI plugin must not include: leave one out") in " ".join((done.stdout + done.stderr).split())
 
 
 def test_the_next_lines_name_the_prefix(tmp_path, prefix):
