@@ -28,8 +28,8 @@
 #                                    torch's major.minor); the plugin then runs under that
 #                                    torch and every later one (docs/shipping-a-plugin.md)
 #     [PRECOMPILE_TORCH_HEADERS]     torch's headers precompiled once for the plugin's C++
-#                                    files (cmake/BackplanePrecompile.cmake): pays from
-#                                    about eight files; -DBACKPLANE_PCH=OFF turns it off.
+#                                    files (cmake/BackplanePrecompile.cmake says when that
+#                                    pays); -DBACKPLANE_PCH=OFF turns it off.
 #                                    Not with STABLE_ABI (those files never see them)
 #     [NO_INSTALL])
 #
