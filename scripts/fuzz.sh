@@ -2,7 +2,8 @@
 # libFuzzer on the YAML readers (registry, classes, manifest, selection file) and the formula
 # grammar: scripts/fuzz.sh BUILD SECONDS
 # Builds the harnesses (tests/fuzz) with clang, ASan and UBSan in BUILD (default
-# build-fuzz), then runs each for SECONDS (default 60). Seeds come from
+# build-fuzz; or the ASan tree, build-asan, which has them: see below), then runs each for
+# SECONDS (default 60). Seeds come from
 # tests/fuzz/corpus/<reader>; what the fuzzer adds goes to BUILD/fuzz/corpus/<reader>,
 # a crashing input to BUILD/fuzz/artifacts/. Runs one harness a core at a time, tune's
 # JSON reader (Python) among them; exits non-zero when any found something.
@@ -18,10 +19,21 @@ CLANG=${CLANG:-$(command -v clang++ || command -v clang++-14 || true)}
 python=${TORCH_PYTHON:-$( [ -f build/.python ] && cat build/.python || command -v python3 )}
 generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
 
-# Only the core and the harnesses: plugins, tests and benchmarks are not fuzzed.
-cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$CLANG" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DBACKPLANE_PYTHON="$python" -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TESTS=OFF -DBACKPLANE_BUILD_BENCH=OFF \
-  -DBACKPLANE_CUDA=OFF
+# The ASan+UBSan tree that scripts/sanitizers.sh asan configures with clang has the harnesses
+# (its core is instrumented for coverage too): given that tree, the harnesses build there as
+# it is configured, and CI compiles the core once for both. Any other BUILD is configured
+# with only the core and the harnesses: plugins, tests and benchmarks are not fuzzed.
+if grep -qs '^BACKPLANE_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt" && grep -qs '^BACKPLANE_SANITIZE:STRING=address' "$BUILD/CMakeCache.txt"; then
+  echo "fuzz: the harnesses of the ASan+UBSan tree $BUILD (scripts/sanitizers.sh asan)"
+  # That tree links ASan's runtime as a shared library (for the Python processes that load
+  # its plugins), which must come first in a harness's library list: preloaded, as there.
+  tree_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+  asan_preload=$("$tree_cxx" -print-file-name=libclang_rt.asan-x86_64.so)
+else
+  cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$CLANG" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBACKPLANE_PYTHON="$python" -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TESTS=OFF -DBACKPLANE_BUILD_BENCH=OFF \
+    -DBACKPLANE_CUDA=OFF
+fi
 readers=(registry classes manifest selection formula)
 build_start=$SECONDS
 cmake --build "$BUILD" --parallel --target "${readers[@]/#/backplane_fuzz_}"
@@ -41,7 +53,7 @@ fuzz_one() {
   fi
   mkdir -p "$corpus"
   # detect_leaks=0: libtorch's static registrations are never freed, by design.
-  ASAN_OPTIONS=detect_leaks=0 "$BUILD/bin/backplane_fuzz_$reader" "$corpus" "tests/fuzz/corpus/$reader" \
+  LD_PRELOAD=${asan_preload:-} ASAN_OPTIONS=detect_leaks=0 "$BUILD/bin/backplane_fuzz_$reader" "$corpus" "tests/fuzz/corpus/$reader" \
     -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$BUILD/fuzz/artifacts/$reader-" \
     -print_final_stats=1 > "$BUILD/fuzz/$reader.log" 2>&1
 }

@@ -4,9 +4,9 @@
 #   scripts/sanitizers.sh asan [BUILD]   ASan+UBSan: the test suite (scripts/test.sh:
 #                                        every gtest suite through CTest, and the pytest
 #                                        suites with Python running the instrumented
-#                                        libraries, ASan's runtime preloaded), the model
-#                                        pipeline on one model, no slow test, no
-#                                        interpreted Triton kernel (see below)
+#                                        libraries, ASan's runtime preloaded): every gtest
+#                                        suite, the pytest suites that drive Backplane's
+#                                        C++ and compile nothing (see below)
 #   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
 #                                        worker threads) and the 16-thread loader stress
 #                                        test, each run 3 times
@@ -30,6 +30,11 @@ python=${TORCH_PYTHON:-$(cat build/.python)}
 # much faster than g++ under the sanitizers. Else the compiler setup chose.
 cxx=${SANITIZE_CXX:-$(command -v clang++ || command -v clang++-14 || cat build/.cxx 2>/dev/null || command -v g++)}
 generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
+# With clang the ASan tree also has the libFuzzer harnesses (tests/fuzz, its core built for
+# coverage as well): scripts/fuzz.sh build-asan fuzzes there, and CI compiles the core,
+# torch's headers and all, once for both.
+fuzz=OFF
+[ "$MODE" = asan ] && "$cxx" --version | grep -q clang && fuzz=ON
 # Leaks: libtorch's static registrations are never freed, by design. A test that asks
 # for an impossible size expects an error, not ASan's abort.
 export ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0:allocator_may_return_null=1
@@ -46,9 +51,9 @@ grep -qw avx512f /proc/cpuinfo 2>/dev/null && grep -qw avx512bw /proc/cpuinfo &&
 cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Sanitize \
   -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="" -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="" \
   -DCMAKE_MODULE_LINKER_FLAGS_SANITIZE="" \
-  -DBACKPLANE_PYTHON="$python" -DBACKPLANE_SANITIZE="$SANITIZE" -DBACKPLANE_CUDA=OFF \
+  -DBACKPLANE_PYTHON="$python" -DBACKPLANE_SANITIZE="$SANITIZE" -DBACKPLANE_CUDA=OFF -DBACKPLANE_FUZZ=$fuzz \
   -DBACKPLANE_CPU_CAPABILITIES="DEFAULT;$cpu_capability" \
-  -DBACKPLANE_BUILD_BENCH=$([ "$MODE" = asan ] && echo ON || echo OFF) >/dev/null
+  -DBACKPLANE_BUILD_BENCH=$([ "$MODE" = asan ] && [ "${BACKPLANE_ASAN_ALL:-}" = 1 ] && echo ON || echo OFF) >/dev/null
 build_start=$SECONDS
 if [ "${BACKPLANE_BUILD_ONLY:-}" = 1 ]; then
   if [ "$MODE" = asan ]; then cmake --build "$BUILD" --parallel
@@ -68,23 +73,29 @@ if [ "$MODE" = asan ]; then
   else
     preload="$("$cxx" -print-file-name=libasan.so) $("$cxx" -print-file-name=libubsan.so)"
   fi
-  # Three subsets, said here and in .ci/run. The model pipeline's tests
-  # (tests/python/pipeline/test_models_pipeline.py) run on its identity model only, not
-  # again on decoder_block: what the repeat adds is mostly the AOTInductor compile of a
-  # larger model, with ASan's runtime in the compiler. And the tests marked slow (each an
-  # AOTInductor or Inductor compile of a minute or so, tests/python/conftest.py) do not run
-  # here: their time is g++ compiling generated code, and the C++ of ours they reach runs
-  # in smaller tests that do run here (packages loaded in Python and run from C++ by
-  # `backplane run`, npu packages among them: tests/python/aoti, backends/npu/tests/
-  # test_aoti.py; every plugin kernel a compiled graph calls, through conformance and
-  # opcheck). And the interpreted Triton kernel suite (tests/python/triton) does not run
-  # here: its kernels are Python run by Triton's interpreter on NumPy, none of it
-  # instrumented; the C++ a Triton-kind plugin goes through on the CPU (the core, and the
-  # bridge python/src/python_kernels.cpp) runs under ASan in tests/python/plugins/
-  # test_triton_kind.py and the bench's Triton rows. make test runs them all.
-  # BACKPLANE_ASAN_ALL=1 runs them all here too.
+  # The pytest suites that drive Backplane's C++ with many inputs and compile nothing, said
+  # here and in .ci/run: the ops against their references (conformance, opcheck, views,
+  # errors), gradients (the core's autograd kernels and formulas), bad input of every kind
+  # (hardening/: broken plugins, YAML, CLI arguments, hostile tensors), the stable-ABI shim,
+  # the Triton-kind bridge (python/src/python_kernels.cpp) and the selection file's reader;
+  # and the npu device (allocator, streams, graphs, exit, c10d) less its Inductor and
+  # AOTInductor tests. The rest of the suite spends its time elsewhere: Inductor and g++
+  # compiling generated code (aoti/, pipeline/, selection/'s packages, the npu compile and
+  # AOTI tests), torch's c10d (distributed/), Python (docs, bench tables, the interpreted
+  # Triton kernels on NumPy) or pip (scaffold wheels). Most of the C++ of ours those reach
+  # runs here through the gtest suites and the files below; what does not is the
+  # AOTInductor side (`backplane run`'s runner and package checks, cli/aoti; the npu compile
+  # part's launches), which make test runs uninstrumented and BACKPLANE_ASAN_ALL=1 here. On
+  # CI's 2-core VM under ASan the whole pytest suite took 887 s, these 381 s
+  # (bench/results/test-times.md).
+  # BACKPLANE_ASAN_ALL=1 runs everything make test runs.
+  main_tests=(tests/python/ops tests/python/autograd tests/python/hardening tests/python/plugins/test_stable_abi.py
+              tests/python/plugins/test_triton_kind.py tests/python/selection/test_hardening_selection.py)
+  npu_left_out=(tests/python/npu/test_npu_autoload.py tests/python/npu/test_npu_scaffold.py
+                backends/npu/tests/test_compile.py backends/npu/tests/test_aoti.py)
   if [ "${BACKPLANE_ASAN_ALL:-}" != 1 ]; then
-    export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -k 'not decoder_block' -m 'not slow'"
+    export BACKPLANE_MAIN_TESTS="${main_tests[*]}" BACKPLANE_TESTS_LEFT_OUT="${npu_left_out[*]}"
+    export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -m 'not slow'"
     export BACKPLANE_SKIP_TRITON_SUITE="ASan: its kernels are interpreted Python; make test runs it"
   fi
   BACKPLANE_PYTHON_PRELOAD="$preload" \
@@ -92,7 +103,7 @@ if [ "$MODE" = asan ]; then
   if [ "${BACKPLANE_ASAN_ALL:-}" = 1 ]; then
     echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites passed with no report"
   else
-    echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites (the model pipeline on its identity model, no test marked slow, no interpreted Triton kernel) passed with no report"
+    echo "sanitizers: ASan+UBSan, every gtest suite and the pytest suites that drive Backplane's C++ (above) passed with no report"
   fi
 else
   cmake --build "$BUILD" --parallel --target backplane_npu_runtime_tests backplane_loader_tests backplane_acme

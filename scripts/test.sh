@@ -5,6 +5,9 @@
 #                                  runtime, scripts/sanitizers.sh asan)
 #   BACKPLANE_SKIP_TRITON_SUITE=why  leave out the interpreted Triton kernel suite
 #                                  (tests/python/triton), saying why (scripts/sanitizers.sh)
+#   BACKPLANE_MAIN_TESTS="paths"   the main pytest process's tests instead of tests/python
+#                                  (the npu and Triton suites run apart either way)
+#   BACKPLANE_TESTS_LEFT_OUT="paths"  test files or folders no pytest process runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -32,6 +35,9 @@ npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py amon
 # The Triton plugin's kernel tests set TRITON_INTERPRET=1 (Triton's CPU interpreter) for
 # their whole process, which no other test may run under: a process of their own too.
 triton_tests=(tests/python/triton)
+read -r -a main_tests <<<"${BACKPLANE_MAIN_TESTS:-tests/python}"
+read -r -a left_out <<<"${BACKPLANE_TESTS_LEFT_OUT:-}"
+left_out=("${left_out[@]/#/--ignore=}")
 triton_skipped=${BACKPLANE_SKIP_TRITON_SUITE:-}
 # triton_suite [PYTEST_ARGS...]: the interpreted suite in the foreground, or the reason it is
 # left out.
@@ -84,7 +90,7 @@ py=("$python")
 [ -n "${BACKPLANE_PYTHON_PRELOAD:-}" ] && py=(env "LD_PRELOAD=$BACKPLANE_PYTHON_PRELOAD" "$python")
 if (( ${#parallel[@]} )); then
   npu_log=$(mktemp)
-  "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$npu_log" 2>&1 & npu_pid=$!
+  "${py[@]}" -m pytest "${npu_tests[@]}" "${left_out[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$npu_log" 2>&1 & npu_pid=$!
   # The interpreted Triton suite beside them too where the npu suite has workers of its own
   # (cores to spare): on the GPU machine, whose interpreter cannot run the row kernels
   # (tests/python/triton_interpreter.py), it only skips, which took 18 s of 13 workers'
@@ -96,8 +102,8 @@ if (( ${#parallel[@]} )); then
     "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$triton_log" 2>&1 & triton_pid=$!
   fi
   status=0
-  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" \
-    "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}" || status=$?
+  "${py[@]}" -m pytest "${main_tests[@]}" -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" \
+    "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}" "${left_out[@]}" || status=$?
   npu_status=0
   wait "$npu_pid" || npu_status=$?
   echo "--- npu tests (run beside the others):"
@@ -115,7 +121,8 @@ if (( ${#parallel[@]} )); then
   echo "[test] pytest: $(( SECONDS - t0 )) s"
   (( status == 0 && npu_status == 0 && triton_status == 0 ))
 else
-  "${py[@]}" -m pytest tests/python -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}" "${triton_tests[@]/#/--ignore=}"
-  "${py[@]}" -m pytest "${npu_tests[@]}" -q -p no:cacheprovider -rs
+  "${py[@]}" -m pytest "${main_tests[@]}" -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}" \
+    "${triton_tests[@]/#/--ignore=}" "${left_out[@]}"
+  "${py[@]}" -m pytest "${npu_tests[@]}" "${left_out[@]}" -q -p no:cacheprovider -rs
   triton_suite
 fi
