@@ -12,6 +12,14 @@ function(backplane_precompile_torch target)
   if(NOT BACKPLANE_PCH)
     return()
   endif()
+  # CMake's Makefile generator writes every file's precompiled-header flags into one
+  # flags.make a target, on which each object depends: a file added or removed (a new
+  # kernel in a globbed folder) rewrites it and recompiles the whole target. Ninja keeps
+  # them per file.
+  if(CMAKE_GENERATOR MATCHES "Makefiles")
+    message(STATUS "${target}: precompiled torch headers under ${CMAKE_GENERATOR}: adding or removing a "
+                   "source file recompiles every file of ${target}; -G Ninja recompiles only what changed")
+  endif()
   target_precompile_headers(${target} PRIVATE
     "$<$<COMPILE_LANGUAGE:CXX>:<torch/library.h$<ANGLE-R>>"
     "$<$<COMPILE_LANGUAGE:CXX>:<ATen/core/dispatch/Dispatcher.h$<ANGLE-R>>"
