@@ -8,8 +8,7 @@
 # a crashing input to BUILD/fuzz/artifacts/. Runs one harness a core at a time, tune's
 # JSON reader (Python) among them; exits non-zero when any found something.
 # Needs clang with libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
-# BACKPLANE_BUILD_ONLY=1: configure and build the harnesses, fuzz nothing (.ci/run builds
-# them beside the SDK journey).
+# BACKPLANE_BUILD_ONLY=1: configure and build the harnesses, fuzz nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-fuzz}
@@ -29,6 +28,13 @@ if grep -qs '^BACKPLANE_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt" && grep -qs '^BACK
   # its plugins), which must come first in a harness's library list: preloaded, as there.
   tree_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
   asan_preload=$("$tree_cxx" -print-file-name=libclang_rt.asan-x86_64.so)
+elif [ -f "$BUILD/CMakeCache.txt" ] && ! grep -qs '^BACKPLANE_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+  # Configuring another tree (build, or an ASan tree built with g++) for the harnesses would
+  # turn its tests off and its compiler to clang, wiping what it holds.
+  echo "fuzz.sh: $BUILD is a build tree without the harnesses (BACKPLANE_FUZZ is not ON in its" \
+    "CMakeCache.txt); give a tree of its own (default build-fuzz), or build-asan after" \
+    "scripts/sanitizers.sh asan has configured it with clang" >&2
+  exit 2
 else
   cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$CLANG" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBACKPLANE_PYTHON="$python" -DBACKPLANE_FUZZ=ON -DBACKPLANE_BUILD_TESTS=OFF -DBACKPLANE_BUILD_BENCH=OFF \
@@ -80,3 +86,4 @@ if (( ${#failed[@]} )); then
   echo "fuzz.sh: a finding in: ${failed[*]} (inputs in $BUILD/fuzz/artifacts/)" >&2
   exit 1
 fi
+echo "fuzz: ${#jobs_list[@]} passed, 0 failed"

@@ -5,8 +5,8 @@
 #                                        every gtest suite through CTest, and the pytest
 #                                        suites with Python running the instrumented
 #                                        libraries, ASan's runtime preloaded): every gtest
-#                                        suite, the pytest suites that drive Backplane's
-#                                        C++ and compile nothing (see below)
+#                                        suite, the pytest suites whose time is
+#                                        Backplane's C++ (see below)
 #   scripts/sanitizers.sh tsan [BUILD]   TSan: the npu runtime tests (its streams and
 #                                        worker threads) and the 16-thread loader stress
 #                                        test, each run 3 times
@@ -34,7 +34,7 @@ generator=$(command -v ninja >/dev/null && echo "-G Ninja" || true)
 # coverage as well): scripts/fuzz.sh build-asan fuzzes there, and CI compiles the core,
 # torch's headers and all, once for both.
 fuzz=OFF
-[ "$MODE" = asan ] && "$cxx" --version | grep -q clang && fuzz=ON
+[ "$MODE" = asan ] && "$cxx" --version | grep clang >/dev/null && fuzz=ON
 # Leaks: libtorch's static registrations are never freed, by design. A test that asks
 # for an impossible size expects an error, not ASan's abort.
 export ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0:allocator_may_return_null=1
@@ -51,7 +51,7 @@ grep -qw avx512f /proc/cpuinfo 2>/dev/null && grep -qw avx512bw /proc/cpuinfo &&
 cmake -S . -B "$BUILD" $generator -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Sanitize \
   -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="" -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="" \
   -DCMAKE_MODULE_LINKER_FLAGS_SANITIZE="" \
-  -DBACKPLANE_PYTHON="$python" -DBACKPLANE_SANITIZE="$SANITIZE" -DBACKPLANE_CUDA=OFF -DBACKPLANE_FUZZ=$fuzz \
+  -DBACKPLANE_PYTHON="$python" -DBACKPLANE_SANITIZE="$SANITIZE" -DBACKPLANE_CUDA=OFF -DBACKPLANE_FUZZ=$fuzz -DBACKPLANE_BUILD_TESTS=ON \
   -DBACKPLANE_CPU_CAPABILITIES="DEFAULT;$cpu_capability" \
   -DBACKPLANE_BUILD_BENCH=$([ "$MODE" = asan ] && [ "${BACKPLANE_ASAN_ALL:-}" = 1 ] && echo ON || echo OFF) >/dev/null
 build_start=$SECONDS
@@ -68,29 +68,34 @@ if [ "$MODE" = asan ]; then
   # Python is not instrumented: ASan's runtime (and UBSan's) is preloaded into it, ahead
   # of the instrumented libraries it opens. Tests that expect a crash or an impossible
   # allocation know ASan answers those itself (allocator_may_return_null above).
-  if "$cxx" --version | grep -q clang; then
+  if "$cxx" --version | grep clang >/dev/null; then
     preload=$("$cxx" -print-file-name=libclang_rt.asan-x86_64.so)  # UBSan's handlers are in it
   else
     preload="$("$cxx" -print-file-name=libasan.so) $("$cxx" -print-file-name=libubsan.so)"
   fi
-  # The pytest suites that drive Backplane's C++ with many inputs and compile nothing, said
-  # here and in .ci/run: the ops against their references (conformance, opcheck, views,
-  # errors), gradients (the core's autograd kernels and formulas), bad input of every kind
-  # (hardening/: broken plugins, YAML, CLI arguments, hostile tensors), the stable-ABI shim,
-  # the Triton-kind bridge (python/src/python_kernels.cpp) and the selection file's reader;
-  # and the npu device (allocator, streams, graphs, exit, c10d) less its Inductor and
-  # AOTInductor tests. The rest of the suite spends its time elsewhere: Inductor and g++
-  # compiling generated code (aoti/, pipeline/, selection/'s packages, the npu compile and
-  # AOTI tests), torch's c10d (distributed/), Python (docs, bench tables, the interpreted
-  # Triton kernels on NumPy) or pip (scaffold wheels). Most of the C++ of ours those reach
-  # runs here through the gtest suites and the files below; what does not is the
-  # AOTInductor side (`backplane run`'s runner and package checks, cli/aoti; the npu compile
-  # part's launches), which make test runs uninstrumented and BACKPLANE_ASAN_ALL=1 here. On
-  # CI's 2-core VM under ASan the whole pytest suite took 887 s, these 381 s
-  # (bench/results/test-times.md).
+  # The pytest suites whose time is Backplane's C++ driven with many inputs, said here and
+  # in .ci/run: the ops against their references (conformance, opcheck, views, errors, and
+  # one small graph each under torch.compile and export), gradients (the core's autograd
+  # kernels and formulas), bad input of every kind (hardening/: broken plugins, YAML, CLI
+  # arguments, hostile tensors, and `backplane run` and load_package on packages derived by
+  # hand from one compiled package: duplicate entries, bad records, failed extraction), the
+  # stable-ABI shim, the Triton-kind bridge (python/src/python_kernels.cpp), the selection
+  # file's reader (FIFOs, endless files, the size cap) and the hardening of prefer/check; and
+  # the npu device (allocator, streams, graphs, exit, c10d) less its Inductor and AOTInductor
+  # test files and the two that spend their time in pip and a scaffold's build. The rest of
+  # the suite spends its time elsewhere: Inductor and g++ compiling generated code (aoti/,
+  # pipeline/, selection/'s packages, the npu compile and AOTI tests), torch's c10d
+  # (distributed/), Python (docs, bench tables, the interpreted Triton kernels on NumPy) or
+  # pip (scaffold wheels). Most of the C++ of ours those reach runs here through the gtest
+  # suites and the files below; what does not is the AOTInductor side with real packages
+  # (cli/aoti's stride and fake-class guards, `backplane run` of the aoti/ and pipeline/
+  # models; the npu compile part's launches), which make test runs uninstrumented and
+  # BACKPLANE_ASAN_ALL=1 here. On CI's 2-core VM under ASan the whole pytest suite took
+  # 887 s, these 381 s (bench/results/test-times.md).
   # BACKPLANE_ASAN_ALL=1 runs everything make test runs.
   main_tests=(tests/python/ops tests/python/autograd tests/python/hardening tests/python/plugins/test_stable_abi.py
-              tests/python/plugins/test_triton_kind.py tests/python/selection/test_hardening_selection.py)
+              tests/python/plugins/test_triton_kind.py tests/python/selection/test_hardening_selection.py
+              tests/python/selection/test_selection_file_reading.py)
   npu_left_out=(tests/python/npu/test_npu_autoload.py tests/python/npu/test_npu_scaffold.py
                 backends/npu/tests/test_compile.py backends/npu/tests/test_aoti.py)
   if [ "${BACKPLANE_ASAN_ALL:-}" != 1 ]; then

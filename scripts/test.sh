@@ -6,8 +6,9 @@
 #   BACKPLANE_SKIP_TRITON_SUITE=why  leave out the interpreted Triton kernel suite
 #                                  (tests/python/triton), saying why (scripts/sanitizers.sh)
 #   BACKPLANE_MAIN_TESTS="paths"   the main pytest process's tests instead of tests/python
-#                                  (the npu and Triton suites run apart either way)
-#   BACKPLANE_TESTS_LEFT_OUT="paths"  test files or folders no pytest process runs
+#                                  (the npu and Triton suites run apart either way); paths
+#                                  from the repository root, separated by spaces
+#   BACKPLANE_TESTS_LEFT_OUT="paths"  test files or folders (same form) no pytest process runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -25,7 +26,9 @@ t0=$SECONDS
 # by side: each takes a share of the cores for ATen's threads. At its default, each takes
 # every core, and on the 16-core GPU machine the runs' spinning threads starved each other.
 ctest_threads=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 ))
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-$ctest_threads} ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
+# --no-tests=error: a tree configured without its tests (BACKPLANE_BUILD_TESTS=OFF) fails
+# here instead of passing with nothing run.
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-$ctest_threads} ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j "$(nproc)"
 echo "[test] ctest: $(( SECONDS - t0 )) s"
 t0=$SECONDS
 # The npu tests in a process of their own: a registered PrivateUse1 device becomes
@@ -36,6 +39,7 @@ npu_tests=(tests/python/npu backends/npu/tests)  # npu/test_npu_autoload.py amon
 # their whole process, which no other test may run under: a process of their own too.
 triton_tests=(tests/python/triton)
 read -r -a main_tests <<<"${BACKPLANE_MAIN_TESTS:-tests/python}"
+(( ${#main_tests[@]} )) || main_tests=(tests/python)  # a value of only spaces: the default
 read -r -a left_out <<<"${BACKPLANE_TESTS_LEFT_OUT:-}"
 left_out=("${left_out[@]/#/--ignore=}")
 triton_skipped=${BACKPLANE_SKIP_TRITON_SUITE:-}
@@ -47,7 +51,7 @@ triton_suite() {
     return 0
   fi
   echo "--- Triton plugin kernels under Triton's interpreter:"
-  "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "$@"
+  "${py[@]}" -m pytest "${triton_tests[@]}" "${left_out[@]}" -q -p no:cacheprovider -rs "$@"
 }
 # With pytest-xdist (setup installs it where it can), tests run on 13 workers per 16 cores
 # (rounded up), at least 2 and at most 13, and the npu process beside them (2 workers on the
@@ -99,7 +103,7 @@ if (( ${#parallel[@]} )); then
   triton_pid=
   if (( ${#npu_parallel[@]} )) && [ -z "$triton_skipped" ]; then
     triton_log=$(mktemp)
-    "${py[@]}" -m pytest "${triton_tests[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$triton_log" 2>&1 & triton_pid=$!
+    "${py[@]}" -m pytest "${triton_tests[@]}" "${left_out[@]}" -q -p no:cacheprovider -rs "${npu_parallel[@]}" > "$triton_log" 2>&1 & triton_pid=$!
   fi
   status=0
   "${py[@]}" -m pytest "${main_tests[@]}" -q -p no:cacheprovider -rs --durations="${PYTEST_DURATIONS:-10}" "${parallel[@]}" \
