@@ -277,8 +277,9 @@ step "5. the scaffold's own wheel: found by name once installed"
 "$VPY" -m pip install -q scikit-build-core
 rm -rf "$WORK/acme/dist"  # step 3a-wheel's
 # In step 4's build directory against the wheel's Backplane, as step 3a-wheel does against
-# the prefix: nothing compiles twice.
-SKBUILD_BUILD_DIR="$WORK/acme/build-wheel" \
+# the prefix (with the generator that made it): nothing compiles twice.
+generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$WORK/acme/build-wheel/CMakeCache.txt")
+CMAKE_GENERATOR="$generator" SKBUILD_BUILD_DIR="$WORK/acme/build-wheel" \
   plugin_wheel "$VPY" "$prefix" "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
 "$VPY" -m pip install -q --no-deps "$built_wheel"
 "$VPY" -c "import backplane; b = backplane.load('acme')[0]; assert b.status == 'loaded' and 'mul' in b.ops, b; print(b)"
