@@ -57,12 +57,18 @@ requires() { unzip -p "$1" '*.dist-info/METADATA' | sed -n 's/^Requires-Dist: //
 # PYTHON against the Backplane at PREFIX (backplane_wheel, the provider of its
 # requirements, must be importable there: the backplane wheel's venv, or a prefix's
 # P/lib/python on PYTHONPATH), checks its tag (py3-none-linux_<arch>) and Requires-Dist;
-# sets built_wheel.
+# sets built_wheel. With SKBUILD_BUILD_DIR naming a configured tree, the wheel builds there
+# with the generator that made it (another would be refused by CMake), and the tree is a
+# plain build directory again afterwards.
 plugin_wheel() {
-  local python=$1 prefix=$2 dir=$3 expected=$4
+  local python=$1 prefix=$2 dir=$3 expected=$4 tree=${SKBUILD_BUILD_DIR:-}
   shift 4
-  CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$python -DCMAKE_CXX_COMPILER=$CXX_CHOSEN $*" \
+  local pinned=()
+  [ -n "$tree" ] && [ -f "$tree/CMakeCache.txt" ] &&
+    pinned=("CMAKE_GENERATOR=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$tree/CMakeCache.txt")")
+  env "${pinned[@]}" CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBACKPLANE_PYTHON=$python -DCMAKE_CXX_COMPILER=$CXX_CHOSEN $*" \
     "$python" -m pip wheel -q --no-build-isolation --no-deps "$dir" -w "$dir/dist"
+  [ -z "$tree" ] || cmake -U 'SKBUILD*' "$tree" >/dev/null
   built_wheel=$(ls "$dir"/dist/*.whl)
   [[ $built_wheel == *-py3-none-linux_$(uname -m).whl ]] || fail "the wheel's tag: $built_wheel"
   [ "$(requires "$built_wheel")" = "$expected " ] ||
@@ -161,12 +167,9 @@ print('acme::fused_gelu: values and gradients match PyTorch')"
 step "3a-wheel. the scaffold's wheel from the prefix alone"
 # This Python has no backplane but the prefix's: pip's build sees PYTHONPATH, and the
 # metadata provider backplane_wheel reads Backplane's version from the prefix's dist-info.
-# Built in acme's build directory (scikit-build-core's build-dir, with the generator that
-# made it), so nothing compiles twice.
-generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$WORK/acme/build/CMakeCache.txt")
-CMAKE_GENERATOR="$generator" SKBUILD_BUILD_DIR="$WORK/acme/build" PYTHONPATH="$PREFIX_PYTHON" \
+# Built in acme's build directory (scikit-build-core's build-dir), so nothing compiles twice.
+SKBUILD_BUILD_DIR="$WORK/acme/build" PYTHONPATH="$PREFIX_PYTHON" \
   plugin_wheel "$PY" "$WORK/prefix" "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
-cmake -U 'SKBUILD*' "$WORK/acme/build" >/dev/null  # a plain build directory again
 
 step "3b. scaffold a PrivateUse1 device, build it, fill one op"
 t0=$(date +%s)
@@ -277,9 +280,8 @@ step "5. the scaffold's own wheel: found by name once installed"
 "$VPY" -m pip install -q scikit-build-core
 rm -rf "$WORK/acme/dist"  # step 3a-wheel's
 # In step 4's build directory against the wheel's Backplane, as step 3a-wheel does against
-# the prefix (with the generator that made it): nothing compiles twice.
-generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$WORK/acme/build-wheel/CMakeCache.txt")
-CMAKE_GENERATOR="$generator" SKBUILD_BUILD_DIR="$WORK/acme/build-wheel" \
+# the prefix: nothing compiles twice.
+SKBUILD_BUILD_DIR="$WORK/acme/build-wheel" \
   plugin_wheel "$VPY" "$prefix" "$WORK/acme" "torch==$torch_minor.* backplane==0.1.*"
 "$VPY" -m pip install -q --no-deps "$built_wheel"
 "$VPY" -c "import backplane; b = backplane.load('acme')[0]; assert b.status == 'loaded' and 'mul' in b.ops, b; print(b)"
