@@ -20,6 +20,8 @@
 // a Python package (templates/new-backend/triton), see write_triton_project.
 #include "cli.h"
 #include "commands/device_parts.h"
+#include "commands/scaffold_kernel_file.h"
+#include "commands/scaffold_text.h"
 
 #include <backplane/plugin_abi.h>
 #include <backplane/registry.h>
@@ -52,192 +54,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The C++ parameter type a kernel takes for a schema argument; empty when the scaffold
-// cannot say (the stub then names the schema type for the vendor to fill in).
-std::string cpp_type(const c10::Argument& arg) {
-  const c10::TypePtr& type = arg.type();
-  switch (type->kind()) {
-    case c10::TypeKind::TensorType:
-      return arg.alias_info() && arg.alias_info()->isWrite() ? "at::Tensor&" : "const at::Tensor&";
-    case c10::TypeKind::NumberType: return "const at::Scalar&";
-    case c10::TypeKind::FloatType: return "double";
-    case c10::TypeKind::IntType: return "int64_t";
-    case c10::TypeKind::SymIntType: return "int64_t";
-    case c10::TypeKind::BoolType: return "bool";
-    case c10::TypeKind::StringType: return "c10::string_view";
-    case c10::TypeKind::ListType: {
-      const auto element = type->containedType(0)->kind();
-      if (element == c10::TypeKind::IntType || element == c10::TypeKind::SymIntType) return "at::IntArrayRef";
-      if (element == c10::TypeKind::FloatType) return "at::ArrayRef<double>";
-      if (element == c10::TypeKind::TensorType) return "at::TensorList";
-      break;
-    }
-    case c10::TypeKind::OptionalType:
-      if (type->containedType(0)->kind() == c10::TypeKind::TensorType) return "const std::optional<at::Tensor>&";
-      break;
-    default: break;
-  }
-  return "/* " + type->str() + ": fill in the C++ type */ auto";
-}
-
-// The same for a stable-ABI kernel (stable_kernel.h: Tensor, float, int, bool, Scalar and
-// int[]); empty for an argument the stable path cannot carry.
-std::string stable_cpp_type(const c10::Argument& arg) {
-  switch (arg.type()->kind()) {
-    case c10::TypeKind::TensorType:
-      return arg.alias_info() && arg.alias_info()->isWrite() ? "torch::stable::Tensor&" : "const torch::stable::Tensor&";
-    case c10::TypeKind::FloatType: return "double";
-    case c10::TypeKind::IntType: return "int64_t";
-    case c10::TypeKind::BoolType: return "bool";
-    case c10::TypeKind::NumberType: return "const backplane::stable::Scalar&";
-    case c10::TypeKind::ListType:
-      return arg.type()->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::IntType
-                 ? "backplane::stable::IntList"
-                 : "";
-    default: return "";
-  }
-}
-
-bool lower(char c) { return std::islower(static_cast<unsigned char>(c)) != 0; }
-bool upper(char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; }
-bool letter(char c) { return lower(c) || upper(c); }
-
-// npu -> name, Npu -> Name, NPU -> NAME wherever the template's device name stands as a
-// word or a part of an identifier (npuMalloc, kNpu, BACKPLANE_NPU_X, backplane_npu),
-// never inside another word (input, INPUT).
-std::string rename_device(const std::string& text, const std::string& name) {
-  std::string capital = name, shout = name;
-  capital[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(capital[0])));
-  for (char& c : shout) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const char before = i > 0 ? text[i - 1] : ' ';
-    const char after = i + 3 < text.size() ? text[i + 3] : ' ';
-    if (text.compare(i, 3, "npu") == 0 && !letter(before) && !lower(after)) {
-      out += name;
-    } else if (text.compare(i, 3, "Npu") == 0 && !upper(before) && !lower(after)) {
-      out += capital;
-    } else if (text.compare(i, 3, "NPU") == 0 && !letter(before) && !upper(after)) {
-      out += shout;
-    } else {
-      out += text[i++];
-      continue;
-    }
-    i += 3;
-  }
-  return out;
-}
-
-// A template folder: installed beside the command (share/backplane/templates/NAME), or
-// `source` in the source tree for a command run from a build directory. It must hold
-// `marker`.
-std::optional<fs::path> find_template(const std::string& name, const char* source, const std::string& marker) {
-  std::vector<fs::path> candidates;
-  if (const auto dir = command_dir()) candidates.push_back(*dir / ".." / "share" / "backplane" / "templates" / name);
-  if (source) candidates.push_back(source);
-  for (const auto& dir : candidates)
-    if (fs::exists(dir / marker)) return fs::canonical(dir);
-  return std::nullopt;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The device template's list of files to copy, with its optional parts (device_parts.h).
 constexpr const char* kDeviceFileList = "new-backend-files.txt";
-
-// python/backplane_NAME/_parts.py's tuple: ("compile", "profiler"), ("compile",) or ().
-std::string python_tuple(const std::vector<std::string>& names) {
-  std::string items;
-  for (const std::string& name : names) items += (items.empty() ? "\"" : ", \"") + name + "\"";
-  return "(" + items + (names.size() == 1 ? ",)" : ")");
-}
-
-using Values = std::map<std::string, std::string>;
-
-// `text` with each @KEY@ of `values` replaced, in one pass: a value is never read for
-// placeholders. A placeholder alone on its line whose value is empty or ends in a newline
-// (a block) takes the whole line.
-std::string fill(const std::string& text, const Values& values) {
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    const size_t end = text[i] == '@' ? text.find('@', i + 1) : std::string::npos;
-    const auto value = end == std::string::npos ? values.end() : values.find(text.substr(i + 1, end - i - 1));
-    if (value == values.end()) {
-      out += text[i++];
-      continue;
-    }
-    const std::string& v = value->second;
-    const bool block = (v.empty() || v.back() == '\n') && (i == 0 || text[i - 1] == '\n') && end + 1 < text.size() &&
-                       text[end + 1] == '\n';
-    out += v;
-    i = end + (block ? 2 : 1);
-  }
-  return out;
-}
-
-// Template `rel` of folder `dir`, filled in.
-std::string from_template(const fs::path& dir, const std::string& rel, const Values& values) {
-  if (!fs::is_regular_file(dir / rel))
-    throw std::runtime_error("the template " + (dir / rel).string() + " is missing; reinstall Backplane");
-  return fill(read_file(dir / rel), values);
-}
-
-struct KernelFile {
-  std::string rel;  // kernels/OP.cpp
-  std::string text;
-};
-
-// kernels/OP.cpp: the op's C++ signature, unregistered. On the stable ABI: the same over
-// stable types; mul is the worked example (kernels/mul.cu on CUDA), and an op whose
-// arguments the stable path cannot carry gets a note instead.
-KernelFile kernel_file(const fs::path& templates, const OpDef& op, Values values, bool stable) {
-  const bool writes = op.writes();
-  const std::string& key = values["KEY"];
-  const std::string tensor = stable ? "torch::stable::Tensor&" : "at::Tensor&";
-  values["OP"] = op.name;
-  values["SCHEMA"] = op.schema;
-  values["DOC"] = op.doc;
-  const std::string rel = "kernels/" + op.name + ".cpp";
-  if (stable) {
-    for (const c10::Argument& arg : op.arguments)
-      if (stable_cpp_type(arg).empty()) {
-        values["ARGUMENT"] = arg.name();
-        values["ARGUMENT_TYPE"] = arg.type()->str();
-        return {rel, from_template(templates, "stable/kernel-uncarried.cpp.in", values)};
-      }
-    if (op.name == "mul") {
-      const std::string ext = key == "CUDA" ? "cu" : "cpp";
-      return {"kernels/mul." + ext, from_template(templates, "stable/" + key + "/mul." + ext + ".in", values)};
-    }
-  }
-  // One output: `out`; several (rms_norm_backward's dx and dweight): out0, out1, ...
-  std::string params;
-  for (size_t k = 0; k < op.new_outputs(); ++k)
-    params += (params.empty() ? "" : ", ") + tensor + " out" + (op.new_outputs() == 1 ? "" : std::to_string(k));
-  for (const c10::Argument& arg : op.arguments)
-    params += (params.empty() ? "" : ", ") + (stable ? stable_cpp_type(arg) : cpp_type(arg)) + " " + arg.name();
-  values["PARAMS"] = params;
-  values["OUTPUTS"] = writes                    ? ""
-                      : op.new_outputs() == 1 ? ", allocated `out` with\n// the result's sizes"
-                                              : ", allocated the outputs with\n// their sizes";
-  values["LAYOUT_NOTE"] =
-      op.shape.kind == ShapeRuleKind::Broadcast ? from_template(templates, "kernel-broadcast.cpp.in", values) : "";
-  if (stable) {
-    values["MUL_EXT"] = key == "CUDA" ? "cu" : "cpp";
-    values["REGISTER"] = writes ? "BACKPLANE_STABLE_WRITING_KERNEL" : "BACKPLANE_STABLE_KERNEL";
-    return {rel, from_template(templates, "stable/kernel.cpp.in", values)};
-  }
-  values["DEVICE_NOTE"] = key == "PrivateUse1" ? from_template(templates, "PrivateUse1/kernel-device.cpp.in", values) : "";
-  values["NAMESPACE"] = (key == "PrivateUse1" ? "backplane::" : "") + values["NAME"];
-  values["REGISTER"] = writes ? "BACKPLANE_WRITING_KERNEL" : "BACKPLANE_KERNEL";
-  return {rel, from_template(templates, "kernel.cpp.in", values)};
-}
 
 // "2.13" as (2, 13); nullopt unless it reads major.minor.
 std::optional<std::pair<int, int>> parse_major_minor(const std::string& text) {
@@ -442,7 +260,7 @@ int new_backend_command(const Options& options) {
     }
     // The name becomes a torch device type ("acme:0"), which torch parses as letters and '_'.
     for (char c : name)
-      if (!lower(c) && c != '_') {
+      if (!std::islower(static_cast<unsigned char>(c)) && c != '_') {
         std::cerr << "backplane new-backend: a PrivateUse1 backend's name is also its torch device type, which "
                      "takes lowercase letters and '_' only; found '" << name << "'\n";
         return kExitUsage;
