@@ -7,8 +7,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The C++ parameter type a kernel takes for a schema argument; empty when the scaffold
-// cannot say (the stub then names the schema type for the vendor to fill in).
+// The C++ parameter type a kernel takes for a schema argument; where the scaffold cannot
+// say, `auto` behind a comment naming the schema type, for the vendor to fill in.
 std::string cpp_type(const c10::Argument& arg) {
   const c10::TypePtr& type = arg.type();
   switch (type->kind()) {
