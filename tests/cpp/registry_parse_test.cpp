@@ -279,6 +279,32 @@ TEST(RegistryErrors, UnknownCustomRule) {
                "unknown custom shape rule 'nope'; core has: crop, rms_norm");
 }
 
+// `layout: x` names the argument a custom rule's output is laid out as (rotary's q and k).
+TEST(Registry, CustomRuleNamesItsLayoutSource) {
+  EXPECT_EQ(registry().find("rotary")->shape.args, (std::vector<std::string>{"x"}));
+  EXPECT_TRUE(registry().find("crop")->shape.args.empty());
+  const Registry r = parse_registry(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{custom: rms_norm, layout: x}",
+                                            "    samples: [{x: [2, 3]}]\n"),
+                                    "test.yaml");
+  EXPECT_EQ(r.ops()[0].shape.custom, "rms_norm");
+  EXPECT_EQ(r.ops()[0].shape.args, (std::vector<std::string>{"x"}));
+}
+
+TEST(RegistryErrors, CustomLayoutNamesUnknownArgument) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{custom: rms_norm, layout: y}"), "test.yaml:5:39",
+               "shape rule 'layout' names argument 'y', but 'twice' has arguments: x");
+}
+
+TEST(RegistryErrors, CustomLayoutNamesNonTensor) {
+  expect_error(op_yaml("twice(Tensor x, float k) -> Tensor", "[float32]", "{custom: rms_norm, layout: k}"),
+               "test.yaml:5:39", "names argument 'k', which is not a Tensor");
+}
+
+TEST(RegistryErrors, CustomRuleWithAnotherKey) {
+  expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{custom: rms_norm, like: x}"), "test.yaml:5:12",
+               "has keys [custom, like]; expected exactly [custom]");
+}
+
 TEST(RegistryErrors, BroadcastNeedsTwo) {
   expect_error(op_yaml("twice(Tensor x) -> Tensor", "[float32]", "{broadcast: [x]}"), "test.yaml:5:24",
                "broadcast takes two or more arguments, found 1");

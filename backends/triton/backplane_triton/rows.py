@@ -1,7 +1,7 @@
 """What the row ops (rms_norm, softmax, their backwards, rotary) share on the host side:
 the joint row layout of their inputs, launch configurations, plans cached per layout.
 
-Row r of an output is at r * n (outputs are contiguous); row r of an input is found from
+Row r of an output is at r * n (outputs are contiguous; rotary's may have x's strides); row r of an input is found from
 its leading strides (row_index.row_offset), so padded, sliced, offset, expanded and
 permuted leading dimensions are read in place. Where the inputs' leading dimensions merge
 to more than MAX_ROW_DIMS, inputs are copied (contiguous()) first: a limit.
@@ -147,14 +147,15 @@ _plans = {}
 _MAX_PLANS = 4096
 
 
-def run_planned(op, out, inputs, tail, build):
+def run_planned(op, out, inputs, tail, build, out_like_first=False):
     """Runs a row op: out (contiguous, as the core allocates it; else a temporary copied
-    into out), its tensor arguments `inputs` and per-call scalars `tail` (eps). The launch
+    into out; with out_like_first, an out with the first input's strides is the op's to
+    write too), its tensor arguments `inputs` and per-call scalars `tail` (eps). The launch
     comes from a plan cached per layout (op, dtype, device, every tensor's sizes and
     strides), so a repeated call skips the layout work and the tuner's lookup (tens of
     microseconds of Python). build(out, inputs, tail) -> (plan, settled), plan(out, inputs,
     tail) launching; settled: the tuner's choice is final, so the plan may be kept."""
-    if not out.is_contiguous():
+    if not out.is_contiguous() and not (out_like_first and out.stride() == inputs[0].stride()):
         temp = out.new_empty(out.shape)
         run_planned(op, temp, inputs, tail, build)
         out.copy_(temp)
@@ -162,7 +163,7 @@ def run_planned(op, out, inputs, tail, build):
     if tracing():  # a plan holds eager launchers (launch.py): build one for this trace, keep none
         build(out, inputs, tail)[0](out, inputs, tail)
         return
-    key = (op, out.dtype, out.device, out.shape, *((t.shape, t.stride()) for t in inputs))
+    key = (op, out.dtype, out.device, out.shape, out.stride(), *((t.shape, t.stride()) for t in inputs))
     plan = _plans.get(key)
     if plan is None:
         plan, settled = build(out, inputs, tail)

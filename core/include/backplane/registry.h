@@ -49,8 +49,9 @@ enum class ShapeRuleKind { SameAs, Broadcast, InPlace, Out, Custom };
 struct ShapeRule {
   ShapeRuleKind kind = ShapeRuleKind::SameAs;
   // Arguments the rule names, in the rule's order: SameAs {x}; Broadcast {a, b, ...};
-  // InPlace {x}; Out {out, like}; Custom {}. InPlace and Out ops return nothing,
-  // and an Out op's out must already have the sizes of `like` (never resized).
+  // InPlace {x}; Out {out, like}; Custom {} or {layout source} (`layout: x`: the output is
+  // laid out as x where x is a dense permutation of its sizes). InPlace and Out ops return
+  // nothing, and an Out op's out must already have the sizes of `like` (never resized).
   std::vector<std::string> args;
   std::string custom;  // Custom: the name of a rule in core/src/define/shape_rules/
 };

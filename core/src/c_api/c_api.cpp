@@ -77,7 +77,8 @@ std::vector<std::string> differentiable_args(const OpDef& def) {
 }
 
 // The op's shape rules, one per output (one for an op that writes an argument):
-// {"kind": "broadcast", "args": ["a", "b"]}, {"kind": "custom", "custom": "rms_norm"}.
+// {"kind": "broadcast", "args": ["a", "b"]}, {"kind": "custom", "custom": "rms_norm", "args": []}
+// (a custom rule's args: its layout source, `layout: x`, where it names one).
 std::string shape_json(const OpDef& def) {
   static const char* kinds[] = {"same_as", "broadcast", "in_place", "out", "custom"};
   std::vector<std::string> rules;

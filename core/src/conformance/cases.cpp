@@ -74,13 +74,14 @@ at::Tensor outside(const at::Tensor& base, const at::Tensor& view, int64_t offse
   return base.flatten().masked_select(mask);
 }
 
-// The layout the contract promises (op_contract.h): a broadcast output takes the strides
-// of the first of its rule's arguments with the output's sizes where that one is dense but
-// not contiguous (a transposed input, as aten does); every other output is contiguous.
+// The layout the contract promises (op_contract.h): a broadcast output, and a custom one
+// naming its layout source (`layout: x`), takes the strides of the first of its rule's
+// arguments with the output's sizes where that one is dense but not contiguous (a
+// transposed input, as aten does); every other output is contiguous.
 std::optional<std::string> wrong_layout(const OpDef& op, size_t k, const at::Tensor& result,
                                         const std::vector<c10::IValue>& args) {
   const ShapeRule& rule = k == 0 ? op.shape : op.extra_outputs[k - 1];
-  if (rule.kind == ShapeRuleKind::Broadcast)
+  if (rule.kind == ShapeRuleKind::Broadcast || rule.kind == ShapeRuleKind::Custom)
     for (const std::string& name : rule.args) {
       const at::Tensor& t = args[op.arg_index(name)].toTensor();
       if (t.sizes() != result.sizes()) continue;

@@ -236,7 +236,8 @@ std::vector<at::Tensor> OpContract::new_outputs(c10::ArrayRef<c10::IValue> args)
 const at::Tensor* OpContract::layout_source(size_t which, c10::SymIntArrayRef sizes,
                                            c10::ArrayRef<c10::IValue> args) const {
   const ShapeRule& rule = which == 0 ? def_->shape : def_->extra_outputs[which - 1];
-  if (rule.kind != ShapeRuleKind::Broadcast) return nullptr;
+  // A broadcast output, and a custom one naming `layout: x`, may follow an input's layout.
+  if (rule.kind != ShapeRuleKind::Broadcast && rule.kind != ShapeRuleKind::Custom) return nullptr;
   for (int pos : rule_positions_[which]) {
     const at::Tensor& t = args[pos].toTensor();
     if (t.dim() != static_cast<int64_t>(sizes.size())) continue;
@@ -252,7 +253,8 @@ at::Tensor OpContract::allocate(size_t which, const std::vector<c10::SymInt>& si
   const at::Tensor& first = args[tensor_positions_[0]].toTensor();
   // A broadcast (elementwise) output follows a dense permuted input, as TensorIterator
   // lays out aten's: a transposed input gives a transposed output, and the kernel reads
-  // and writes memory in one linear order.
+  // and writes memory in one linear order. So does a custom rule's output that names its
+  // layout source (rotary: q and k with their heads transposed).
   const at::Tensor* like = layout_source(which, sizes, args);
   if (like != nullptr && (like->is_contiguous() || !like->is_non_overlapping_and_dense())) like = nullptr;
   // On the CPU and on CUDA with concrete sizes, allocated as aten's own kernels allocate

@@ -259,7 +259,7 @@ class OpParser {
   ShapeRule parse_rule(const YAML::Node& node) {
     expect_kind(node, YAML::NodeType::Map,
                 "a shape rule: one of {same_as: x}, {broadcast: [a, b]}, {in_place: x}, {out: o, like: x}, "
-                "{custom: name}, or a list of such rules, one per output");
+                "{custom: name} (optionally with layout: x), or a list of such rules, one per output");
     ShapeRule rule;
     std::vector<std::string> keys;
     for (const auto& entry : node) keys.push_back(scalar(entry.first, "a rule name"));
@@ -290,11 +290,15 @@ class OpParser {
       rule.kind = ShapeRuleKind::Out;
       rule.args = {tensor_arg(node["out"], "out"), tensor_arg(node["like"], "like")};
     } else if (node["custom"]) {
-      only({"custom"});
+      if (node["layout"])
+        only({"custom", "layout"});
+      else
+        only({"custom"});
       rule.kind = ShapeRuleKind::Custom;
       rule.custom = scalar(node["custom"], "a custom rule name");
       if (!find_custom_shape_rule(rule.custom))
         fail(node["custom"], "unknown custom shape rule '" + rule.custom + "'; core has: " + join(custom_shape_rule_names()));
+      if (node["layout"]) rule.args = {tensor_arg(node["layout"], "layout")};
     } else {
       fail(node, "unknown shape rule [" + join(keys) + "]; expected one of: same_as, broadcast, in_place, out, custom");
     }

@@ -178,10 +178,38 @@ def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op) -> str
     out_dtypes = [o.dtype for o in outs]
 
     def reference(*tensors):
-        return reference_call(op, {**constants, **dict(zip(tensor_names, tensors))}, out_dtypes)
+        result = reference_call(op, {**constants, **dict(zip(tensor_names, tensors))}, out_dtypes)
+        if isinstance(result, (list, tuple)):
+            return [_laid_out_as(r, o) for r, o in zip(result, outs)]
+        return _laid_out_as(result, outs[0])
 
     examples = [names[n].meta["val"] for n in tensor_names]
     with V.fake_mode:
         traced = fwd_only(reference, examples)
     splice(graph, node, traced, [names[n] for n in tensor_names])
     return ""
+
+
+def _laid_out_as(value: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """value in the stride order of `out`, the op's output as the graph was traced with it.
+    The graph's views of the output were traced with those strides; Inductor lays a fused
+    computation out contiguously unless told, and then copies where such a view needs
+    another order (rotary's output following a transposed x: a copy kernel per call)."""
+    if not _dense_permuted(out):
+        return value
+    return torch.ops.prims.inductor_force_stride_order(value, out.stride())
+
+
+def _dense_permuted(t: torch.Tensor) -> bool:
+    """Whether t's elements fill its memory in an order other than row-major: a permuted
+    dense layout (transposed, channels-last). False for symbolic sizes or strides (no
+    guard is added for a layout)."""
+    if any(isinstance(v, torch.SymInt) for v in (*t.shape, *t.stride())):
+        return False
+    dims = sorted((d for d in range(t.dim()) if t.shape[d] != 1), key=lambda d: t.stride(d))
+    expected = 1
+    for d in dims:
+        if t.stride(d) != expected:
+            return False
+        expected *= t.shape[d]
+    return dims != sorted(dims, reverse=True)

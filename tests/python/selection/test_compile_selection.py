@@ -43,6 +43,11 @@ ops:
   - {op: rms_norm, dispatch_key: CPU, buckets: [{plugin: inductor}]}
   - {op: rms_norm_backward, dispatch_key: CPU, buckets: [{plugin: inductor}]}
 """
+ROTARY = """\
+backplane_selection: 1
+ops:
+  - {op: rotary, dispatch_key: CPU, buckets: [{plugin: inductor}]}
+"""
 
 
 def _file(tmp_path, text, name="selection.yaml"):
@@ -100,3 +105,7 @@ def test_a_package_made_with_inductor_for_an_op_runs_with_no_plugin(tmp_path):
     _child("compile_package_without_the_plugin.py", _file(tmp_path, BY_SIZE), package)
     r = run_python(PROGRAMS / "run_package_without_plugins.py", package, env={"BACKPLANE_BACKENDS": "none"})
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
+
+
+def test_a_traced_rotary_keeps_attention_free_of_copies(tmp_path):
+    _child("compile_layout.py", _file(tmp_path, ROTARY))

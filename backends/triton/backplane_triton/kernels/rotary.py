@@ -8,8 +8,11 @@ y written once. Rows are found from each operand's leading strides, jointly merg
 (rows.py), so x may be q or k sliced from a fused qkv tensor with its heads transposed
 ([B, S, 3, H, D] viewed as [B, H, S, D]: three leading dimensions) and cos/sin may be
 expanded or sliced caches, all read in place. Leading dimensions that merge to more than
-three: x, then cos and sin, copied (contiguous) first. y is contiguous.
+three: x, then cos and sin, copied (contiguous) first. y is contiguous, or laid out as x
+(the core does so for a dense permuted x: registry `layout: x`), then written at x's own
+offsets; a y laid out as x that was copied goes through a contiguous temporary.
 """
+import torch
 import triton
 import triton.language as tl
 
@@ -26,7 +29,7 @@ _TILE_PAIRS = 2048
 @triton.jit
 def _rotary_kernel(y, x, cos, sin, R, HALF, d1, d2, x0, x1, x2, xs, c0, c1, c2, cs, s0, s1, s2, ss,
                    ACC: tl.constexpr, ROW_DIMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr,
-                   INT64: tl.constexpr):
+                   INT64: tl.constexpr, Y_LIKE_X: tl.constexpr):
     rows = tile_rows(tl.program_id(0), BLOCK_M, INT64)
     pairs = tl.arange(0, BLOCK_H)
     mask = (rows < R)[:, None] & (pairs < HALF)[None, :]
@@ -37,9 +40,14 @@ def _rotary_kernel(y, x, cos, sin, R, HALF, d1, d2, x0, x1, x2, xs, c0, c1, c2, 
                 mask=mask).to(ACC)
     s = tl.load(sin + row_offset(rows, d1, d2, s0, s1, s2, ROW_DIMS)[:, None] + pairs[None, :] * ss,
                 mask=mask).to(ACC)
-    out = y + rows[:, None] * (2 * HALF) + pairs[None, :]
-    tl.store(out, a * c - b * s, mask=mask)
-    tl.store(out + HALF, b * c + a * s, mask=mask)
+    if Y_LIKE_X:  # y has x's strides: x's offsets from y's start
+        out = y + row_offset(rows, d1, d2, x0, x1, x2, ROW_DIMS)[:, None] + pairs[None, :] * xs
+        tl.store(out, a * c - b * s, mask=mask)
+        tl.store(out + HALF * xs, b * c + a * s, mask=mask)
+    else:
+        out = y + rows[:, None] * (2 * HALF) + pairs[None, :]
+        tl.store(out, a * c - b * s, mask=mask)
+        tl.store(out + HALF, b * c + a * s, mask=mask)
 
 
 def _configs(half, rows):
@@ -56,6 +64,16 @@ def _build(out, inputs, tail):
     x = inputs[0]
     half = x.shape[-1] // 2
     rows = Rows(list(inputs))
+    if not out.is_contiguous() and rows.copied:  # x was copied: its offsets are not y's
+        contiguous, settled = _build(torch.empty_like(out, memory_format=torch.contiguous_format), inputs, tail)
+
+        def through_temporary(out, inputs, tail):
+            temp = torch.empty_like(out, memory_format=torch.contiguous_format)
+            contiguous(temp, inputs, tail)
+            out.copy_(temp)
+
+        return through_temporary, settled
+    y_like_x = not out.is_contiguous()
     configs = _configs(half, rows.count)
     scalars = (rows.count, half, rows.sizes[1], rows.sizes[2], *rows.strides_of(0), *rows.strides_of(1),
                *rows.strides_of(2))
@@ -64,13 +82,13 @@ def _build(out, inputs, tail):
     def launcher(c):
         return grid_call(_rotary_kernel, (cdiv(rows.count, c.block_m),)), dict(
             ACC=acc_type(x.dtype), ROW_DIMS=rows.dims, BLOCK_M=c.block_m, BLOCK_H=c.block_n, INT64=int64,
-            num_warps=c.warps)
+            Y_LIKE_X=y_like_x, num_warps=c.warps)
 
     def run(c):
         k, constants = launcher(c)
         k(out, *rows.inputs, *scalars, **constants)
 
-    key = ("rotary", x.dtype, half, rows.key())
+    key = ("rotary", x.dtype, half, rows.key(), y_like_x)
     k, constants = launcher(tuning.pick(key, configs, run))
 
     def plan(out, inputs, tail):
@@ -83,4 +101,4 @@ def _build(out, inputs, tail):
 def rotary(out, x, cos, sin):
     if out.numel() == 0:
         return
-    run_planned("rotary", out, (x, cos, sin), (), _build)
+    run_planned("rotary", out, (x, cos, sin), (), _build, out_like_first=True)
