@@ -1,9 +1,9 @@
 """What the row ops (rms_norm, softmax, their backwards, rotary) share on the host side:
 the joint row layout of their inputs, launch configurations, plans cached per layout.
 
-Row r of an output is at r * n (outputs are contiguous; rotary's may have x's strides); row r of an input is found from
-its leading strides (row_index.row_offset), so padded, sliced, offset, expanded and
-permuted leading dimensions are read in place. Where the inputs' leading dimensions merge
+Row r of an output is at r * n (outputs are contiguous; rotary's may have x's strides);
+row r of an input is found from its leading strides (row_index.row_offset), so padded,
+sliced, offset, expanded and permuted leading dimensions are read in place. Where the inputs' leading dimensions merge
 to more than MAX_ROW_DIMS, inputs are copied (contiguous()) first: a limit.
 """
 import collections

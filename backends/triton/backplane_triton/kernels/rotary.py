@@ -42,12 +42,12 @@ def _rotary_kernel(y, x, cos, sin, R, HALF, d1, d2, x0, x1, x2, xs, c0, c1, c2, 
                 mask=mask).to(ACC)
     if Y_LIKE_X:  # y has x's strides: x's offsets from y's start
         out = y + row_offset(rows, d1, d2, x0, x1, x2, ROW_DIMS)[:, None] + pairs[None, :] * xs
-        tl.store(out, a * c - b * s, mask=mask)
-        tl.store(out + HALF * xs, b * c + a * s, mask=mask)
+        second_half = HALF * xs
     else:
         out = y + rows[:, None] * (2 * HALF) + pairs[None, :]
-        tl.store(out, a * c - b * s, mask=mask)
-        tl.store(out + HALF, b * c + a * s, mask=mask)
+        second_half = HALF
+    tl.store(out, a * c - b * s, mask=mask)
+    tl.store(out + second_half, b * c + a * s, mask=mask)
 
 
 def _configs(half, rows):
