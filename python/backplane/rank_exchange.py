@@ -8,6 +8,11 @@ ValueError naming the ranks that did not come. A rank that comes after another g
 finds that rank's mark in its own key's place (compare_set is atomic) and raises too, so no
 rank goes on as if the ranks had agreed.
 
+A rank that has its answer waits (BACKPLANE_SELECTION_TIMEOUT more at most) until every rank has read the
+values before it returns: the store lives in one rank's process (rank 0's TCPStore), and a
+rank 0 that returned and exited at once would leave a slower rank reading a closed store
+("Failed to recv, got 0 bytes").
+
 Limits: the n-th exchange of one `topic` in a process meets the n-th of every other rank,
 so ranks must ask in the same order; values are str. After an exchange that timed out the
 ranks no longer agree on n: restart the job rather than retry. Waiting costs one store
@@ -68,6 +73,7 @@ def exchange_with_deadline(dist, topic: str, value: str, about: str, doing: str)
                                     else [store.get(k) for k in keys])]
         # A key may hold the mark of a rank that gave up on its owner: that owner never came.
         if not any(v.startswith(_GAVE_UP) for v in got):
+            _wait_until_every_rank_has_read(store, prefix, world, deadline_s)
             return [value if r == rank else got[others.index(r)] for r in range(world)]
     values, missing = {rank: value}, []
     mark = f"{_GAVE_UP}rank {rank} waited {deadline_s:g} s ({TIMEOUT_VARIABLE})"
@@ -81,4 +87,17 @@ def exchange_with_deadline(dist, topic: str, value: str, about: str, doing: str)
         raise ValueError(f"{about}: ranks {missing} did not {doing} within {deadline_s:g} s ({TIMEOUT_VARIABLE}, "
                          f"default {TIMEOUT_DEFAULT_S:g}); every rank must do it at the same point, or the ranks "
                          "that do wait for the others")
+    _wait_until_every_rank_has_read(store, prefix, world, deadline_s)
     return [values[r] for r in range(world)]
+
+
+def _wait_until_every_rank_has_read(store, prefix: str, world: int, deadline_s: float) -> None:
+    """Counts this rank as done reading `prefix`'s values, then waits, deadline_s at most,
+    for every rank to count. Past it, it returns anyway: every rank came (this rank read all
+    their values), so a rank not counted is one that died since."""
+    key, pause, end = prefix + "read", 0.005, time.monotonic() + deadline_s
+    done = store.add(key, 1)
+    while done < world and time.monotonic() < end:
+        time.sleep(pause)
+        pause = min(2 * pause, 0.25)
+        done = store.add(key, 0)

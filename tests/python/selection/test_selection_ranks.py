@@ -3,6 +3,7 @@ others' before applying it (python/backplane/rank_exchange.py). A rank used to w
 ranks that never compare until the group's timeout (30 minutes); now it waits
 BACKPLANE_SELECTION_TIMEOUT seconds, then raises naming them, and a rank coming after that
 raises too. The ranks are selection_ranks.py: two gloo processes on the CPU."""
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,10 @@ def two_ranks(tmp_path, mode, first, second, **env) -> list[str]:
     env = child_env(PYTHONPATH=f"{REPO / 'python'}:{REPO}", BACKPLANE_BACKENDS="cpu", NCCL_NVLS_ENABLE="0",
                     TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1", **env)
     script, store = Path(__file__).with_name("selection_ranks.py"), tmp_path / "store"
+    if mode == "leaves":
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            store = f"tcp://127.0.0.1:{s.getsockname()[1]}"
     ranks = [subprocess.Popen([sys.executable, str(script), str(r), str(store), mode, str(first), str(second)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for r in (0, 1)]
     try:
@@ -43,6 +48,16 @@ def test_every_rank_of_a_job_applies_the_same_file(tmp_path, same):
         for out in outs:
             assert out.startswith("refused"), out
             assert "the ranks of this job read different files (ranks [0]: " in out and "ranks [1]: " in out
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="two gloo processes: Linux only here")
+def test_rank_0_exiting_at_once_leaves_no_rank_reading_a_closed_store(tmp_path):
+    """Rank 0 hosts the TCP store; it comes last, so rank 1 is between polls when rank 0 has
+    its answer. Rank 0 used to return and exit there, and rank 1 failed with "Failed to recv"
+    (seen in `backplane tune` on two ranks); now rank 0 waits until rank 1 has read."""
+    first, second = _file(tmp_path, SPLIT, "first.yaml"), _file(tmp_path, SPLIT, "second.yaml")
+    outs = two_ranks(tmp_path, "leaves", first, second)
+    assert outs == [f"applied {first}\n", f"applied {second}\n"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="two gloo processes: Linux only here")
