@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
 import backplane  # noqa: E402
+from suite_timeline import pytest_runtest_protocol  # noqa: E402,F401  (a hook: BACKPLANE_TEST_TIMELINE)
 
 # The variables that choose plugins and their kernels. A child process a test starts gets
 # the test's own choice, not that of the shell that ran pytest.

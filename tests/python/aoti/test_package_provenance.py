@@ -127,6 +127,7 @@ def test_an_unrecorded_package_names_every_plugin_and_each_prefer_is_accepted(ma
                 "for identity_conv)") in out, out + err
 
 
+@pytest.mark.slow
 def test_load_package_refuses_an_unrecorded_package_unless_told(made, tmp_path):
     package = with_record(made, tmp_path, None)
     result = child("load", package, made / "io.pt")

@@ -37,6 +37,7 @@ def _eager(monkeypatch, wrong=False):
                         (lambda fn: lambda *t: fn(*t) * 1.5) if wrong else (lambda fn: fn))
 
 
+@pytest.mark.slow
 def test_compile_times_each_reference_row_and_the_table_shows_it(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert bench.main([*ROW, "--compile", "--repetitions", "2", "--json", str(out)]) == 0

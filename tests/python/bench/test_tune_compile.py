@@ -29,6 +29,7 @@ def _forcing_is_built() -> bool:
 
 
 @pytest.mark.skipif(not _forcing_is_built(), reason="needs the core's `inductor` buckets (issue 47, item 2)")
+@pytest.mark.slow
 def test_tune_compile_on_cpu_times_cpu_and_inductor_and_the_core_reads_the_file(tmp_path, capsys):
     smallest = min(OPS["add"].bench, key=lambda p: max(__import__("math").prod(v) for k, v in p["args"].items()
                                                         if k in OPS["add"].tensor_args))["name"]

@@ -66,6 +66,7 @@ _MEMORY = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?(LDG|STG|LD|ST|ATO
                      re.M)
 
 
+@pytest.mark.slow
 def test_the_compiled_kernels_wait_before_any_memory_access():
     # The source rule holds only if the compiler keeps every load behind the wait: in the
     # plugin's SASS, each kernel's ACQBULK (griddepcontrol.wait) comes before its first

@@ -24,13 +24,11 @@ def untuned(monkeypatch):
     monkeypatch.setenv("BACKPLANE_TRITON_AUTOTUNE", "0")
 
 
-# The row kernels' suites take half a minute or more (Triton compiling each layout's and
-# dtype's specialization): marked slow, so that they start first (tests/python/conftest.py).
-_ROW_OPS = {"rms_norm", "rms_norm_backward"}
-
-
-@pytest.mark.parametrize("op_name", [pytest.param(op, marks=pytest.mark.slow) if op in _ROW_OPS else op
-                                     for op in SERVED])
+# Each op's suite takes a quarter of a minute or more, the row kernels' a minute (Triton
+# compiling each layout's and dtype's specialization; test-times.md): marked slow, so that
+# they start first (tests/python/conftest.py) rather than last on some worker.
+@pytest.mark.slow
+@pytest.mark.parametrize("op_name", SERVED)
 def test_conformance_on_the_gpu(triton_plugin, op_name):
     assert op_name in triton_plugin.ops, triton_plugin
     results = backplane.check("triton", [op_name])

@@ -107,5 +107,6 @@ def test_a_package_made_with_inductor_for_an_op_runs_with_no_plugin(tmp_path):
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-4000:]
 
 
+@pytest.mark.slow
 def test_a_traced_rotary_keeps_attention_free_of_copies(tmp_path):
     _child("compile_layout.py", _file(tmp_path, ROTARY))

@@ -1,0 +1,40 @@
+"""When BACKPLANE_TEST_TIMELINE names a folder, every pytest process (each xdist worker,
+and each suite scripts/test.sh runs side by side) appends one JSON line per test to a file
+of its own there: the suite (pytest's arguments), the worker, the test, and when it started
+and ended (seconds since the epoch, setup and teardown included). scripts/test_timeline.py
+reads the folder back: how long each worker was busy and idle, and what the worker that
+finished last ran. A question it answers that --durations cannot: whether the suite is
+bound by its total work or by how the work was dealt.
+
+Limits: time between two tests (xdist's own scheduling) counts as idle; a test a worker
+crashed in has no line."""
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+FOLDER_VARIABLE = "BACKPLANE_TEST_TIMELINE"
+
+
+def _file(config) -> Path | None:
+    folder = os.environ.get(FOLDER_VARIABLE)
+    if not folder:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder) / f"{worker}-{os.getpid()}.jsonl"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.time()
+    yield
+    path = _file(item.config)
+    if path is None:
+        return
+    line = {"suite": " ".join(map(str, item.config.args)), "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "test": item.nodeid, "start": start, "end": time.time()}
+    with path.open("a") as f:
+        f.write(json.dumps(line) + "\n")
