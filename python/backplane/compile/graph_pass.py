@@ -1,16 +1,26 @@
-"""The pass Inductor runs on every graph it compiles, after AOTAutograd has split forward
-and backward (torch._inductor.config.post_grad_custom_pre_pass): each call of a Backplane
-op whose selection bucket is `inductor` is replaced by the op's reference (reference.py),
-traced with the call's own fake inputs, so Inductor fuses it with its neighbours; each call
-served by a plugin of kind triton (by a bucket, or as the plugin the core serves the op
-with) is replaced by the Triton kernels its launcher launches (triton_trace.py), so they
-are compiled into the graph; every other call is left as it is. The choice is recorded
+"""The passes Inductor runs on every graph it compiles. Each call of a Backplane op whose
+selection bucket is `inductor` is replaced by the op's reference (reference.py), traced
+with the call's own fake inputs, so Inductor fuses it with its neighbours; each call served
+by a plugin of kind triton (by a bucket, or as the plugin the core serves the op with) is
+replaced by the Triton kernels its launcher launches (triton_trace.py), so they are
+compiled into the graph; every other call is left as it is. The choice is recorded
 (resolutions()).
+
+Two stages. The joint stage (torch._inductor.config.joint_custom_pre_pass) runs on the
+graph of forward and backward together, before AOTAutograd's partitioner splits it, and
+replaces the `inductor` calls only: a forward op and its backward op traced there share
+their common terms (rms_norm's and rms_norm_backward's 1/rms of each row), which the
+partitioner's CSE merges and then saves for the backward instead of recomputing it (one
+reduction fewer per backward on a GPU). Inference graphs pass through it too. The
+post-grad stage (post_grad_custom_pre_pass) runs on each graph after the split and does
+the rest: the triton plugins' kernels, the plugin calls left as they are, and any call
+the joint stage did not see. Each call is recorded once, by the stage that decided it.
 
 Installed by `import backplane` once torch._inductor.config is imported. A pass the program
 set before is chained (it runs after this one); a program that sets its own afterwards
-replaces this one, and then `inductor` buckets are not honoured: chain it with
-SelectionPass(chained=your_pass).
+replaces this one, and then `inductor` buckets are not honoured (or, for the joint stage
+alone, are honoured after the split, without the shared terms): chain it with
+SelectionPass(chained=your_pass) (SelectionPass(chained=..., stage="joint") for the joint one).
 
 Why a graph pass and not a decomposition: Inductor refuses an op that has both a fallback
 kernel and a decomposition, so a decomposition could not leave other sizes on the plugin.
@@ -26,7 +36,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from . import log, resolve
-from .splice import splice
+from .splice import share_common_terms, splice
 from .reference import reference_call
 
 # The code that traces a reference, this package and the formula evaluator, as this process
@@ -35,15 +45,21 @@ _CODE = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).pa
                                 [Path(__file__).parent.parent / "formula.py"])).hexdigest()
 
 
+STAGES = ("joint", "post_grad")
+
+
 class SelectionPass(CustomGraphPass):
-    def __init__(self, chained=None):
+    def __init__(self, chained=None, stage: str = "post_grad"):
+        if stage not in STAGES:
+            raise ValueError(f"SelectionPass: stage {stage!r}: expected one of {STAGES}")
+        self.stage = stage
         # A pass set before, or several (torch takes a list there too): run after this one.
         self.chained = list(chained) if isinstance(chained, (list, tuple)) else [] if chained is None else [chained]
 
     def __call__(self, graph: torch.fx.Graph) -> None:
         state = resolve.in_force()
         if state.changes_graphs:
-            _resolve_graph(graph, state)
+            _resolve_graph(graph, state, inductor_only=self.stage == "joint")
         for other in self.chained:
             other(graph)
 
@@ -54,15 +70,15 @@ class SelectionPass(CustomGraphPass):
             if found is None:  # a pass without a uuid: Inductor's cache is bypassed, as it would be
                 return None
             chained.append(str(found))
-        return f"backplane-selection:{resolve.in_force().digest()}:{_CODE}:{':'.join(chained)}"
+        return f"backplane-selection:{self.stage}:{resolve.in_force().digest()}:{_CODE}:{':'.join(chained)}"
 
 
 def install(config) -> None:
-    """Sets the pass in torch._inductor.config (once), chaining one set before."""
-    current = config.post_grad_custom_pre_pass
-    if isinstance(current, SelectionPass):
-        return
-    config.post_grad_custom_pre_pass = SelectionPass(chained=current)
+    """Sets both stages in torch._inductor.config (once each), chaining passes set before."""
+    for stage, name in (("joint", "joint_custom_pre_pass"), ("post_grad", "post_grad_custom_pre_pass")):
+        current = getattr(config, name)
+        if not isinstance(current, SelectionPass):
+            setattr(config, name, SelectionPass(chained=current, stage=stage))
 
 
 def _ops_by_packet() -> dict:
@@ -75,9 +91,12 @@ def _ops_by_packet() -> dict:
     return found
 
 
-def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
+def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce, inductor_only: bool) -> None:
+    """Resolves each Backplane call of graph; with inductor_only (the joint stage), only the
+    calls whose bucket is `inductor` and whose reference traces, the others left, unrecorded,
+    for the post-grad stage."""
     ops = _ops_by_packet()
-    chosen = []
+    chosen, spliced = [], []
     for node in list(graph.nodes):
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
             continue
@@ -94,15 +113,19 @@ def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
             # An AOTInductor package checks no guard when it runs: a size it cannot decide
             # without one stays the plugin's (whose selector splits by size at run time).
             choice = resolve.bucket_of(rule, sizes, may_guard=not _aot_compiling())
-        elif state.serving.get((op.name, key)) in state.triton:
+        elif state.serving.get((op.name, key)) in state.triton and not inductor_only:
             choice = state.serving[(op.name, key)]  # no split: the plugin the core serves it with
         else:
+            continue
+        if inductor_only and choice != resolve.INDUCTOR:
             continue
         traced = False
         if choice is None:
             choice = "plugin (a symbolic size on both sides of a bucket boundary)"
         elif choice == resolve.INDUCTOR:
-            kept = _replace_by_reference(graph, node, op)
+            kept = _replace_by_reference(graph, node, op, spliced)
+            if kept and inductor_only:
+                continue  # the post-grad stage tries again, and records why it is kept
             choice, traced = (f"plugin ({kept})", False) if kept else (choice, True)
         elif choice in state.triton:
             kept = _replace_by_triton_kernels(graph, node, op, choice)
@@ -110,6 +133,8 @@ def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce) -> None:
         chosen.append({"op": op.name, "dispatch_key": key, "dtype": dtype,
                        "size": max(sizes) if all(isinstance(s, int) for s in sizes) else str(sizes),
                        "choice": choice, "traced": traced, "graph": id(graph)})
+    if inductor_only:
+        share_common_terms(graph, spliced)
     log.record(chosen)
     if chosen:  # tlparse shows it as an artifact of the compile
         import json
@@ -157,9 +182,9 @@ def _bound(node: torch.fx.Node) -> dict:
     return names
 
 
-def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op) -> str:
-    """Replaces node by op's reference traced into graph; returns "" when done, else why the
-    call was kept (it then stays the plugin's)."""
+def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op, spliced: list) -> str:
+    """Replaces node by op's reference traced into graph, adding the nodes put in to
+    `spliced`; returns "" when done, else why the call was kept (it then stays the plugin's)."""
     from torch._inductor.pattern_matcher import fwd_only
     from torch._inductor.virtualized import V
 
@@ -186,7 +211,7 @@ def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op) -> str
     examples = [names[n].meta["val"] for n in tensor_names]
     with V.fake_mode:
         traced = fwd_only(reference, examples)
-    splice(graph, node, traced, [names[n] for n in tensor_names])
+    spliced += splice(graph, node, traced, [names[n] for n in tensor_names])
     return ""
 
 
