@@ -37,7 +37,7 @@ def report(suite: str, tests: list[dict], top: int) -> None:
         own.sort(key=lambda t: t["start"])
         busy = sum(t["end"] - t["start"] for t in own)
         begin, end = own[0]["start"] - t0, own[-1]["end"] - t0
-        longest = sorted(own, key=lambda t: t["start"] - t["end"])[:top]
+        longest = sorted(own, key=lambda t: t["end"] - t["start"], reverse=True)[:top]
         print(f"  {name}: {begin:5.0f} -> {end:5.0f} s, busy {busy:5.0f} s, idle {end - begin - busy:4.0f} s; longest: "
               + ", ".join(f"{t['test'].split('::')[-1]} {t['end'] - t['start']:.0f} s" for t in longest))
         last = own

@@ -8,8 +8,8 @@ ValueError naming the ranks that did not come. A rank that comes after another g
 finds that rank's mark in its own key's place (compare_set is atomic) and raises too, so no
 rank goes on as if the ranks had agreed.
 
-A rank that has its answer waits (BACKPLANE_SELECTION_TIMEOUT more at most) until every rank has read the
-values before it returns: the store lives in one rank's process (rank 0's TCPStore), and a
+A rank that has its answer waits (BACKPLANE_SELECTION_TIMEOUT more at most) until every
+rank has read the values before it returns: the store lives in one rank's process (rank 0's TCPStore), and a
 rank 0 that returned and exited at once would leave a slower rank reading a closed store
 ("Failed to recv, got 0 bytes").
 

@@ -8,6 +8,7 @@ bound by its total work or by how the work was dealt.
 
 Limits: time between two tests (xdist's own scheduling) counts as idle; a test a worker
 crashed in has no line."""
+import functools
 import json
 import os
 import time
@@ -16,25 +17,27 @@ from pathlib import Path
 import pytest
 
 FOLDER_VARIABLE = "BACKPLANE_TEST_TIMELINE"
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
-def _file(config) -> Path | None:
+@functools.cache
+def _file() -> Path | None:
+    """This process's timeline file, its folder made; None when the variable is unset."""
     folder = os.environ.get(FOLDER_VARIABLE)
     if not folder:
         return None
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     Path(folder).mkdir(parents=True, exist_ok=True)
-    return Path(folder) / f"{worker}-{os.getpid()}.jsonl"
+    return Path(folder) / f"{_WORKER}-{os.getpid()}.jsonl"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     start = time.time()
     yield
-    path = _file(item.config)
+    path = _file()
     if path is None:
         return
-    line = {"suite": " ".join(map(str, item.config.args)), "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+    line = {"suite": " ".join(map(str, item.config.args)), "worker": _WORKER,
             "test": item.nodeid, "start": start, "end": time.time()}
     with path.open("a") as f:
         f.write(json.dumps(line) + "\n")

@@ -9,9 +9,9 @@ compiled into the graph; every other call is left as it is. The choice is record
 Two stages. The joint stage (torch._inductor.config.joint_custom_pre_pass) runs on the
 graph of forward and backward together, before AOTAutograd's partitioner splits it, and
 replaces the `inductor` calls only: a forward op and its backward op traced there share
-their common terms (rms_norm's and rms_norm_backward's 1/rms of each row), which the
-partitioner's CSE merges and then saves for the backward instead of recomputing it (one
-reduction fewer per backward on a GPU). Inference graphs pass through it too. The
+their common terms (rms_norm's and rms_norm_backward's 1/rms of each row), which
+splice.share_common_terms merges (the partitioner's own CSE keeps forward and backward
+values apart) and the partitioner then saves for the backward instead of recomputing it. Inference graphs pass through it too. The
 post-grad stage (post_grad_custom_pre_pass) runs on each graph after the split and does
 the rest: the triton plugins' kernels, the plugin calls left as they are, and any call
 the joint stage did not see. Each call is recorded once, by the stage that decided it.
@@ -113,7 +113,7 @@ def _resolve_graph(graph: torch.fx.Graph, state: resolve.InForce, inductor_only:
             # An AOTInductor package checks no guard when it runs: a size it cannot decide
             # without one stays the plugin's (whose selector splits by size at run time).
             choice = resolve.bucket_of(rule, sizes, may_guard=not _aot_compiling())
-        elif state.serving.get((op.name, key)) in state.triton and not inductor_only:
+        elif state.serving.get((op.name, key)) in state.triton:
             choice = state.serving[(op.name, key)]  # no split: the plugin the core serves it with
         else:
             continue
