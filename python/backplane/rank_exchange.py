@@ -9,9 +9,9 @@ finds that rank's mark in its own key's place (compare_set is atomic) and raises
 rank goes on as if the ranks had agreed.
 
 A rank that has its answer waits (BACKPLANE_SELECTION_TIMEOUT more at most) until every
-rank has read the values before it returns: the store lives in one rank's process (rank 0's TCPStore), and a
-rank 0 that returned and exited at once would leave a slower rank reading a closed store
-("Failed to recv, got 0 bytes").
+rank has read the values before it returns: the store lives in one rank's process (rank
+0's TCPStore), and a rank 0 that returned and exited at once would leave a slower rank
+reading a closed store ("Failed to recv, got 0 bytes").
 
 Limits: the n-th exchange of one `topic` in a process meets the n-th of every other rank,
 so ranks must ask in the same order; values are str. After an exchange that timed out the
