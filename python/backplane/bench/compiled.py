@@ -23,11 +23,13 @@ needs a C++ compiler) and cuda.
 `backplane bench --mode compile` adds beside them the rows of the op itself under
 torch.compile, <op>/<backend>/selected/<preset>_<dtype> (selected_rows): torch.ops.<ns>.<op>
 compiled the same way (dynamic=False, fullgraph=True), with whatever selection file is in
-force, so a row times what a compiled model calls: the plugin the selection names for the
-call (until a compile-time pass replaces the op by Inductor's code where the selection names
-`inductor`, an extern call to the plugin's kernel). Each is checked against the op's eager
-call (for an op that writes an argument: that argument, from fresh copies of the inputs)
-and timed as the compiled rows are. Every entry here says "mode": "compile"."""
+force, so a row times what a compiled model calls: Inductor's code for the reference where
+the selection names `inductor`, else an extern call to the kernel of the plugin it names.
+Each is checked against the op's eager call (for an op that writes an argument: that
+argument, from fresh copies of the inputs) and timed as the compiled rows are, its
+repetitions in turn with its compiled row's (timing.time_steps: one batch size, the order
+reversed every other repetition), so the ratio of the two is measured side by side.
+Every entry here says "mode": "compile"."""
 from __future__ import annotations
 
 import json
@@ -41,7 +43,7 @@ import torch
 from ..formula import Formula
 from .inputs import preset_for, preset_values
 from .results import _UNITS, _error, pass_of, repetitions
-from .timing import stop_rule, time_step
+from .timing import stop_rule, time_step, time_steps
 
 LABEL = "torch.compile(reference)"
 SELECTED_LABEL = "torch.compile(selected)"
@@ -85,23 +87,26 @@ def compiled_rows(results: dict, *, min_time: float | None = None, max_time: flo
     as the engine's --min-time/--max-time. device_types: the rows of backends on these
     device types only ("cuda",...; default: all). progress(done, total, name) is called
     before each row, and with done == total at the end."""
-    return _rows_beside_references(results, "compiled", min_time, max_time, device_types, progress)
+    return _rows_beside_references(results, ("compiled",), min_time, max_time, device_types, progress)
 
 
 def selected_rows(results: dict, *, min_time: float | None = None, max_time: float | None = None,
-                  device_types=None, progress=None) -> list[dict]:
+                  device_types=None, progress=None, with_compiled: bool = False) -> list[dict]:
     """As compiled_rows, the rows of the op itself under torch.compile (impl "selected"),
     served as the selection file in force says; the run's backends are loaded first (the
-    engine loaded them in its own process)."""
+    engine loaded them in its own process). with_compiled: each compiled row too, its
+    repetitions timed in turn with the selected row's (timing.time_steps), so the ratio of
+    the two is measured side by side, not minutes apart."""
     import backplane
 
     backends = [key.removeprefix("backend.") for key in results.get("context", {}) if key.startswith("backend.")]
     if backends:
         backplane.load(*backends)
-    return _rows_beside_references(results, "selected", min_time, max_time, device_types, progress)
+    impls = ("compiled", "selected") if with_compiled else ("selected",)
+    return _rows_beside_references(results, impls, min_time, max_time, device_types, progress)
 
 
-def _rows_beside_references(results, impl, min_time, max_time, device_types, progress) -> list[dict]:
+def _rows_beside_references(results, impls, min_time, max_time, device_types, progress) -> list[dict]:
     import backplane
 
     passes = pass_of(results)
@@ -115,27 +120,44 @@ def _rows_beside_references(results, impl, min_time, max_time, device_types, pro
                      in device_types)
     entries = []
     for done, ((op, backend, label, dtype), references) in enumerate(targets):
-        name = f"{op}/{backend}/{impl}/{label}_{dtype}"
+        names = {impl: f"{op}/{backend}/{impl}/{label}_{dtype}" for impl in impls}
         if progress:
-            progress(done, len(targets), name)
-        record = context.get(f"backend.{backend}", "")
+            progress(done, len(targets), names[impls[-1]])
         try:
-            if op not in ops:
-                raise ValueError(f"{op} is not in this process's registry (load the plugin that defines it)")
-            device = _device_of(record)
-            if not device:
-                raise ValueError(f'the run\'s context names no device for backend {backend}: "{record}"')
-            timed = _timed_row if impl == "compiled" else _timed_selected_row
-            entries += timed(name, ops[op], label, dtype, torch.device(device), passes, references, rule)
-        except WrongResult as e:
-            entries.append(_error_entry(name, str(e), _LABELS[impl]))
-        except Exception as e:  # noqa: BLE001  (any failure to compile or run is the row's, as in the engine)
-            entries.append(_error_entry(name, f"{type(e).__name__}: {e}"[:_MAX_MESSAGE].strip(), _LABELS[impl]))
+            steps = {}  # impl -> (step, label): the rows that compiled and were right, timed together
+            for impl in impls:
+                try:
+                    steps[impl] = _row_step(impl, op, ops, context.get(f"backend.{backend}", ""), backend, label,
+                                            dtype, passes)
+                except Exception as e:  # noqa: BLE001  (any failure to compile or run is the row's, as in the engine)
+                    entries.append(_row_error(names[impl], impl, e))
+            if steps:
+                device = torch.device(_device_of(context[f"backend.{backend}"]))
+                entries += _time_together(names, steps, device, rule, references)
+        except Exception as e:  # noqa: BLE001  (a failure while timing fails the rows timed together)
+            entries += [_row_error(names[impl], impl, e) for impl in steps]
         finally:
             torch._dynamo.reset()  # each row compiles afresh; the cache limit per function is never reached
     if progress:
         progress(len(targets), len(targets), "")
     return entries
+
+
+def _row_step(impl, op, ops, record, backend, label, dtype, passes):
+    """(step, label) of one row, checked against eager first (WrongResult)."""
+    if op not in ops:
+        raise ValueError(f"{op} is not in this process's registry (load the plugin that defines it)")
+    device = _device_of(record)
+    if not device:
+        raise ValueError(f'the run\'s context names no device for backend {backend}: "{record}"')
+    prepare = _reference_step if impl == "compiled" else _selected_step
+    return prepare(ops[op], label, dtype, torch.device(device), passes)
+
+
+def _row_error(name, impl, e) -> dict:
+    if isinstance(e, WrongResult):
+        return _error_entry(name, str(e), _LABELS[impl])
+    return _error_entry(name, f"{type(e).__name__}: {e}"[:_MAX_MESSAGE].strip(), _LABELS[impl])
 
 
 _LABELS = {"compiled": LABEL, "selected": SELECTED_LABEL}
@@ -145,7 +167,8 @@ class WrongResult(AssertionError):
     """The compiled formula's output or gradient differs from the eager formula's."""
 
 
-def _timed_row(name, op, label, dtype_name, device, passes, references, rule) -> list[dict]:
+def _reference_step(op, label, dtype_name, device, passes):
+    """(step, label) of torch.compile of the op's reference, checked against the eager formula."""
     backward, values = _row_inputs(op, label, dtype_name, device, passes)
     formula_text = op.reference
     if op.baseline and _returns_a_view(Formula.parse(op.reference), op, values):
@@ -160,7 +183,7 @@ def _timed_row(name, op, label, dtype_name, device, passes, references, rule) ->
         def step():
             compiled(*tensors)
     check_same(run(compiled), run(eager))
-    return _time_like(name, step, device, rule, references, f"{dtype_name} {LABEL}: {formula_text}")
+    return step, f"{dtype_name} {LABEL}: {formula_text}"
 
 
 def _row_inputs(op, label, dtype_name, device, passes) -> tuple[bool, dict]:
@@ -195,14 +218,31 @@ def _forward_backward(op, values, eager, compiled, tensors, device):
 def _time_like(name, step, device, rule, references, label, mode=MODE) -> list[dict]:
     """The row timed as its reference row was: as many repetitions, CUDA graph replays and
     a cold L2 where that row had them. mode: the entries' "mode" (None: none, as the engine's)."""
-    cuda_graph = any(bool(e.get("cuda_graph")) for e in references)
-    cold_l2 = any(bool(e.get("cold_l2")) for e in references)
+    cuda_graph, cold_l2 = _timed_as(references)
     timings = time_step(step, device, rule, repetitions=len(references), cuda_graph=cuda_graph, cold_l2=cold_l2)
     return _entries(name, timings, references, label, cuda_graph, cold_l2, mode)
 
 
-def _timed_selected_row(name, op, label, dtype_name, device, passes, references, rule) -> list[dict]:
-    """The op itself under torch.compile, checked against its eager call, then timed."""
+def _time_together(names: dict, steps: dict, device, rule, references) -> list[dict]:
+    """The rows of one target (impl -> (step, label)), named by `names`, timed as _time_like
+    times one, two of them with their repetitions in turn (timing.time_steps)."""
+    if len(steps) == 1:
+        ((impl, (step, label)),) = steps.items()
+        return _time_like(names[impl], step, device, rule, references, label)
+    cuda_graph, cold_l2 = _timed_as(references)
+    timings = time_steps({impl: step for impl, (step, _) in steps.items()}, device, rule,
+                         repetitions=len(references), cuda_graph=cuda_graph, cold_l2=cold_l2)
+    return [entry for impl, (_, label) in steps.items()
+            for entry in _entries(names[impl], timings[impl], references, label, cuda_graph, cold_l2)]
+
+
+def _timed_as(references) -> tuple[bool, bool]:
+    """(CUDA graph replays, cold L2): as the reference row was timed."""
+    return (any(bool(e.get("cuda_graph")) for e in references), any(bool(e.get("cold_l2")) for e in references))
+
+
+def _selected_step(op, label, dtype_name, device, passes):
+    """(step, label) of the op itself under torch.compile, checked against its eager call."""
     import backplane
 
     backward, values = _row_inputs(op, label, dtype_name, device, passes)
@@ -226,8 +266,7 @@ def _timed_selected_row(name, op, label, dtype_name, device, passes, references,
         def step():
             compiled(*tensors)
     check_same(run(compiled), run(eager))
-    return _time_like(name, step, device, rule, references,
-                      f"{dtype_name} {SELECTED_LABEL}: torch.ops.{op.namespace}.{op.name.rpartition('::')[2]}")
+    return step, f"{dtype_name} {SELECTED_LABEL}: torch.ops.{op.namespace}.{op.name.rpartition('::')[2]}"
 
 
 def _compiled_call(packet, op, values: dict):
@@ -369,16 +408,19 @@ def add_compiled_rows(results: dict, min_time=None, max_time=None, json_path=Non
 
     entries = []
     context = results.setdefault("context", {})
-    if reference:
+    together = selected and reference and device_types is None  # each selected row in turn with its compiled one
+    if reference and not together:
         entries += compiled_rows(results, min_time=min_time, max_time=max_time, device_types=device_types,
                                  progress=print_progress)
+    if selected:
+        entries += selected_rows(results, min_time=min_time, max_time=max_time, with_compiled=together,
+                                 progress=progress_printer("torch.compile" if together else SELECTED_LABEL))
+        context["selected"] = (f"{SELECTED_LABEL}: torch {torch.__version__}, dynamic=False, fullgraph=True, "
+                               f"selection file {backplane.selection_file() or 'none'}; timed as the reference rows"
+                               + (f", each in turn with its {LABEL} row" if together else ""))
+    if reference:
         context["compiled"] = (f"{LABEL}: torch {torch.__version__}, dynamic=False, fullgraph=True; timed as the "
                                "reference rows")
-    if selected:
-        entries += selected_rows(results, min_time=min_time, max_time=max_time,
-                                 progress=progress_printer(SELECTED_LABEL))
-        context["selected"] = (f"{SELECTED_LABEL}: torch {torch.__version__}, dynamic=False, fullgraph=True, "
-                               f"selection file {backplane.selection_file() or 'none'}; timed as the reference rows")
     results["benchmarks"] += entries
     for e in entries:
         if e.get("error_occurred"):

@@ -15,6 +15,8 @@ bench/adaptive_stop.h) says enough; the row's time is the samples' median per ca
         after an untimed write of twice the device's L2 cache, outside the events, as the
         engine's cold rows (bench/cold_cache.h). cpu: no effect (its caches are not flushed).
   Other devices are refused: the engine's device-generic events have no Python equivalent.
+Several steps compared (time_steps): the same samples, one calls per batch for all, their
+repetitions in turn.
 Interleaved (interleaved_ms): fixed rounds of fixed batches, the variants timed in turn, for
 comparisons within one process (a drift of the machine falls on every variant alike).
 """
@@ -115,12 +117,14 @@ class _GraphReplays:
     """A batch of calls recorded as one CUDA graph; replay_seconds() times one replay,
     queuing the next before it waits, so no host latency falls inside an interval.
     before_each: run on the graph's stream ahead of each timed replay, outside its events
-    (--cold-l2's flush)."""
+    (--cold-l2's flush). stream: the one to record and replay on (default: a new one);
+    batches compared with each other share one, so that the replay each leaves queued runs
+    before, never beside, the next one's."""
 
-    def __init__(self, step, calls: int, before_each=None):
+    def __init__(self, step, calls: int, before_each=None, stream=None):
         self.before_each = before_each
         torch.cuda.synchronize()
-        self.stream = torch.cuda.Stream()
+        self.stream = stream if stream is not None else torch.cuda.Stream()
         with torch.cuda.stream(self.stream):
             for _ in range(2):  # state a library makes per stream must not first be made in the capture
                 step()
@@ -167,34 +171,56 @@ def time_step(step, device: torch.device, rule: StopRule, *, repetitions: int = 
     """`repetitions` adaptive runs of `step` on `device`, with the calls per batch chosen
     once, on the first, and kept for the others (so they time the same thing). cold_l2:
     cuda samples of one call after an L2 flush (no effect on cpu)."""
-    for _ in range(_WARMUP_CALLS):
-        step()
+    return time_steps({"step": step}, device, rule, repetitions=repetitions, cuda_graph=cuda_graph,
+                      cold_l2=cold_l2)["step"]
+
+
+def time_steps(steps: dict, device: torch.device, rule: StopRule, *, repetitions: int = 1,
+               cuda_graph: bool = False, cold_l2: bool = False) -> dict[str, list[Sampled]]:
+    """As time_step, for several steps compared with each other (name -> step): one calls
+    per batch for all, chosen on the first step, and their repetitions taken in turn, the
+    order reversed every other round, so a drift of the device's clocks or caches during
+    the run falls on every step alike (a torch.compile row and the row it is read against,
+    2-4 us replays that timed minutes apart differed by 10%)."""
+    steps = dict(steps)
+    for step in steps.values():
+        for _ in range(_WARMUP_CALLS):
+            step()
     if device.type == "cpu":
-        batch = batch_for(_wall_seconds(step, 1))
-        return [sample_until_stable(lambda: _wall_seconds(step, batch), batch, rule) for _ in range(repetitions)]
+        batch = batch_for(_wall_seconds(next(iter(steps.values())), 1))
+        samplers = {name: (lambda step=step: _wall_seconds(step, batch)) for name, step in steps.items()}
+        return _in_turn(samplers, batch, rule, repetitions)
     if device.type != "cuda":
         raise ValueError(f"torch.compile rows are timed on cpu or cuda, not {device.type}")
     with torch.cuda.device(device):
         events = _CudaEvents()
-        if cold_l2:
-            flush = l2_flush(device)
-            if not cuda_graph:
-                return [sample_until_stable(lambda: _cuda_cold_seconds(step, flush, events), 1, rule)
-                        for _ in range(repetitions)]
-            replays = _GraphReplays(step, 1, before_each=flush)
-            try:
-                return [sample_until_stable(replays.replay_seconds, 1, rule) for _ in range(repetitions)]
-            finally:
-                replays.close()
-        batch = batch_for(_cuda_batch_seconds(step, 16, events) / 16)
+        flush = l2_flush(device) if cold_l2 else None
+        if cold_l2 and not cuda_graph:
+            samplers = {name: (lambda step=step: _cuda_cold_seconds(step, flush, events)) for name, step in steps.items()}
+            return _in_turn(samplers, 1, rule, repetitions)
+        batch = 1 if cold_l2 else batch_for(_cuda_batch_seconds(next(iter(steps.values())), 16, events) / 16)
         if not cuda_graph:
-            return [sample_until_stable(lambda: _cuda_batch_seconds(step, batch, events), batch, rule)
-                    for _ in range(repetitions)]
-        replays = _GraphReplays(step, batch)
+            samplers = {name: (lambda step=step: _cuda_batch_seconds(step, batch, events))
+                        for name, step in steps.items()}
+            return _in_turn(samplers, batch, rule, repetitions)
+        replays, stream = {}, torch.cuda.Stream()
         try:
-            return [sample_until_stable(replays.replay_seconds, batch, rule) for _ in range(repetitions)]
+            for name, step in steps.items():
+                replays[name] = _GraphReplays(step, batch, before_each=flush, stream=stream)
+            return _in_turn({name: r.replay_seconds for name, r in replays.items()}, batch, rule, repetitions)
         finally:
-            replays.close()
+            for r in replays.values():
+                r.close()
+
+
+def _in_turn(samplers: dict, batch: int, rule: StopRule, repetitions: int) -> dict[str, list[Sampled]]:
+    """`repetitions` adaptive runs of each sampler, one of each in turn, reversed every other round."""
+    timed = {name: [] for name in samplers}
+    order = list(samplers.items())
+    for r in range(repetitions):
+        for name, sample in (order if r % 2 == 0 else order[::-1]):
+            timed[name].append(sample_until_stable(sample, batch, rule))
+    return timed
 
 
 def stop_rule(min_time: float | None = None, max_time: float | None = None) -> StopRule:
