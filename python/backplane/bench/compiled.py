@@ -123,16 +123,23 @@ def _rows_beside_references(results, impls, min_time, max_time, device_types, pr
         names = {impl: f"{op}/{backend}/{impl}/{label}_{dtype}" for impl in impls}
         if progress:
             progress(done, len(targets), names[impls[-1]])
+        steps = {}  # impl -> (step, label): the rows that compiled and were right, timed together
         try:
-            steps = {}  # impl -> (step, label): the rows that compiled and were right, timed together
+            # One set of inputs for the rows timed together: where they run the same generated code,
+            # other buffers (addresses, L2 placement) could part their times.
+            device, inputs = _target_inputs(op, ops, context.get(f"backend.{backend}", ""), backend, label, dtype,
+                                            passes)
+        except Exception as e:  # noqa: BLE001  (the rows of a target that cannot be made fail alike)
+            entries += [_row_error(names[impl], impl, e) for impl in impls]
+            continue
+        try:
             for impl in impls:
                 try:
-                    steps[impl] = _row_step(impl, op, ops, context.get(f"backend.{backend}", ""), backend, label,
-                                            dtype, passes)
+                    prepare = _reference_step if impl == "compiled" else _selected_step
+                    steps[impl] = prepare(ops[op], dtype, device, inputs)
                 except Exception as e:  # noqa: BLE001  (any failure to compile or run is the row's, as in the engine)
                     entries.append(_row_error(names[impl], impl, e))
             if steps:
-                device = torch.device(_device_of(context[f"backend.{backend}"]))
                 entries += _time_together(names, steps, device, rule, references)
         except Exception as e:  # noqa: BLE001  (a failure while timing fails the rows timed together)
             entries += [_row_error(names[impl], impl, e) for impl in steps]
@@ -143,15 +150,14 @@ def _rows_beside_references(results, impls, min_time, max_time, device_types, pr
     return entries
 
 
-def _row_step(impl, op, ops, record, backend, label, dtype, passes):
-    """(step, label) of one row, checked against eager first (WrongResult)."""
+def _target_inputs(op, ops, record, backend, label, dtype, passes):
+    """(device, (whether the pass is forward+backward, the preset's values)) of one target."""
     if op not in ops:
         raise ValueError(f"{op} is not in this process's registry (load the plugin that defines it)")
     device = _device_of(record)
     if not device:
         raise ValueError(f'the run\'s context names no device for backend {backend}: "{record}"')
-    prepare = _reference_step if impl == "compiled" else _selected_step
-    return prepare(ops[op], label, dtype, torch.device(device), passes)
+    return torch.device(device), _row_inputs(ops[op], label, dtype, torch.device(device), passes)
 
 
 def _row_error(name, impl, e) -> dict:
@@ -167,9 +173,10 @@ class WrongResult(AssertionError):
     """The compiled formula's output or gradient differs from the eager formula's."""
 
 
-def _reference_step(op, label, dtype_name, device, passes):
-    """(step, label) of torch.compile of the op's reference, checked against the eager formula."""
-    backward, values = _row_inputs(op, label, dtype_name, device, passes)
+def _reference_step(op, dtype_name, device, inputs):
+    """(step, label) of torch.compile of the op's reference, checked against the eager formula.
+    inputs: _row_inputs'."""
+    backward, values = inputs
     formula_text = op.reference
     if op.baseline and _returns_a_view(Formula.parse(op.reference), op, values):
         formula_text = op.baseline
@@ -241,11 +248,12 @@ def _timed_as(references) -> tuple[bool, bool]:
     return (any(bool(e.get("cuda_graph")) for e in references), any(bool(e.get("cold_l2")) for e in references))
 
 
-def _selected_step(op, label, dtype_name, device, passes):
-    """(step, label) of the op itself under torch.compile, checked against its eager call."""
+def _selected_step(op, dtype_name, device, inputs):
+    """(step, label) of the op itself under torch.compile, checked against its eager call.
+    inputs: _row_inputs'."""
     import backplane
 
-    backward, values = _row_inputs(op, label, dtype_name, device, passes)
+    backward, values = inputs
     eager, compiled, tensors = _compiled_call(backplane.torch_op(op.name), op, values)
     written = _written_argument(op)
     names = [n for n in op.tensor_args if n in values]
