@@ -152,10 +152,9 @@ if (( ${#parallel[@]} )); then
   ctest_result || ctest_status=$?
   (( status == 0 && npu_status == 0 && triton_status == 0 && ctest_status == 0 ))
 else
-  ctest_status=0
+  ctest_result  # one process at a time: ctest's result first, as where it ran before pytest
   "${py[@]}" -m pytest "${main_tests[@]}" -q -p no:cacheprovider -rs "${npu_tests[@]/#/--ignore=}" \
-    "${triton_tests[@]/#/--ignore=}" "${left_out[@]}" || { ctest_result || true; exit 1; }
-  "${py[@]}" -m pytest "${npu_tests[@]}" "${left_out[@]}" -q -p no:cacheprovider -rs || { ctest_result || true; exit 1; }
-  triton_suite || { ctest_result || true; exit 1; }
-  ctest_result
+    "${triton_tests[@]/#/--ignore=}" "${left_out[@]}"
+  "${py[@]}" -m pytest "${npu_tests[@]}" "${left_out[@]}" -q -p no:cacheprovider -rs
+  triton_suite
 fi

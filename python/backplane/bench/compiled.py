@@ -123,7 +123,6 @@ def _rows_beside_references(results, impls, min_time, max_time, device_types, pr
         names = {impl: f"{op}/{backend}/{impl}/{label}_{dtype}" for impl in impls}
         if progress:
             progress(done, len(targets), names[impls[-1]])
-        steps = {}  # impl -> (step, label): the rows that compiled and were right, timed together
         try:
             # One set of inputs for the rows timed together: where they run the same generated code,
             # other buffers (addresses, L2 placement) could part their times.
@@ -132,17 +131,18 @@ def _rows_beside_references(results, impls, min_time, max_time, device_types, pr
         except Exception as e:  # noqa: BLE001  (the rows of a target that cannot be made fail alike)
             entries += [_row_error(names[impl], impl, e) for impl in impls]
             continue
+        steps = {}  # impl -> (step, label): the rows that compiled and were right, timed together
         try:
             for impl in impls:
                 try:
-                    prepare = _reference_step if impl == "compiled" else _selected_step
-                    steps[impl] = prepare(ops[op], dtype, device, inputs)
+                    steps[impl] = _PREPARE[impl](ops[op], dtype, device, inputs)
                 except Exception as e:  # noqa: BLE001  (any failure to compile or run is the row's, as in the engine)
                     entries.append(_row_error(names[impl], impl, e))
             if steps:
-                entries += _time_together(names, steps, device, rule, references)
-        except Exception as e:  # noqa: BLE001  (a failure while timing fails the rows timed together)
-            entries += [_row_error(names[impl], impl, e) for impl in steps]
+                try:
+                    entries += _time_together(names, steps, device, rule, references)
+                except Exception as e:  # noqa: BLE001  (a failure while timing fails the rows timed together)
+                    entries += [_row_error(names[impl], impl, e) for impl in steps]
         finally:
             torch._dynamo.reset()  # each row compiles afresh; the cache limit per function is never reached
     if progress:
@@ -275,6 +275,10 @@ def _selected_step(op, dtype_name, device, inputs):
             compiled(*tensors)
     check_same(run(compiled), run(eager))
     return step, f"{dtype_name} {SELECTED_LABEL}: torch.ops.{op.namespace}.{op.name.rpartition('::')[2]}"
+
+
+# impl -> what makes its row's (step, label) from a target's inputs
+_PREPARE = {"compiled": _reference_step, "selected": _selected_step}
 
 
 def _compiled_call(packet, op, values: dict):

@@ -182,12 +182,12 @@ def time_steps(steps: dict, device: torch.device, rule: StopRule, *, repetitions
     order reversed every other round, so a drift of the device's clocks or caches during
     the run falls on every step alike (a torch.compile row and the row it is read against,
     2-4 us replays that timed minutes apart differed by 10%)."""
-    steps = dict(steps)
     for step in steps.values():
         for _ in range(_WARMUP_CALLS):
             step()
+    first = next(iter(steps.values()))  # the step the calls per batch are chosen on
     if device.type == "cpu":
-        batch = batch_for(_wall_seconds(next(iter(steps.values())), 1))
+        batch = batch_for(_wall_seconds(first, 1))
         samplers = {name: (lambda step=step: _wall_seconds(step, batch)) for name, step in steps.items()}
         return _in_turn(samplers, batch, rule, repetitions)
     if device.type != "cuda":
@@ -198,7 +198,7 @@ def time_steps(steps: dict, device: torch.device, rule: StopRule, *, repetitions
         if cold_l2 and not cuda_graph:
             samplers = {name: (lambda step=step: _cuda_cold_seconds(step, flush, events)) for name, step in steps.items()}
             return _in_turn(samplers, 1, rule, repetitions)
-        batch = 1 if cold_l2 else batch_for(_cuda_batch_seconds(next(iter(steps.values())), 16, events) / 16)
+        batch = 1 if cold_l2 else batch_for(_cuda_batch_seconds(first, 16, events) / 16)
         if not cuda_graph:
             samplers = {name: (lambda step=step: _cuda_batch_seconds(step, batch, events))
                         for name, step in steps.items()}

@@ -14,7 +14,8 @@ splice.share_common_terms merges (the partitioner's own CSE keeps forward and ba
 values apart) and the partitioner then saves for the backward instead of recomputing it.
 Inference graphs pass through it too. The post-grad stage (post_grad_custom_pre_pass)
 runs on each graph after the split and does the rest: the triton plugins' kernels, the
-plugin calls left as they are, and any call the joint stage did not see. Each call is recorded once, by the stage that decided it.
+plugin calls left as they are, and any call the joint stage did not see. Each call is
+recorded once, by the stage that decided it.
 
 Installed by `import backplane` once torch._inductor.config is imported. A pass the program
 set before is chained (it runs after this one); a program that sets its own afterwards
