@@ -205,15 +205,28 @@ def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op, splice
 
     def reference(*tensors):
         result = reference_call(op, {**constants, **dict(zip(tensor_names, tensors))}, out_dtypes)
-        if isinstance(result, (list, tuple)):
-            return [_laid_out_as(r, o) for r, o in zip(result, outs)]
-        return _laid_out_as(result, outs[0])
+        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        fresh = []
+        for r, o in zip(results, outs):
+            fresh.append(_laid_out_as(_own_memory(r, [*tensors, *fresh]), o))
+        return fresh if isinstance(result, (list, tuple)) else fresh[0]
 
     examples = [names[n].meta["val"] for n in tensor_names]
     with V.fake_mode:
         traced = fwd_only(reference, examples)
     spliced += splice(graph, node, traced, [names[n] for n in tensor_names])
     return ""
+
+
+def _own_memory(value: torch.Tensor, others: list) -> torch.Tensor:
+    """value, copied where it shares memory with one of `others` (the call's arguments, the
+    results before it). The op's schema declares no alias: eager, each result is a tensor of
+    its own; a reference that is a view (crop's narrow), spliced as it is, would return the
+    argument's memory from the compiled call, and a write into the result would change the
+    argument."""
+    if any(torch._C._is_alias_of(value, other) for other in others):
+        return torch.ops.aten.clone(value, memory_format=torch.contiguous_format)
+    return value
 
 
 def _laid_out_as(value: torch.Tensor, out: torch.Tensor) -> torch.Tensor:

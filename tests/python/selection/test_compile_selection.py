@@ -43,6 +43,11 @@ ops:
   - {op: rms_norm, dispatch_key: CPU, buckets: [{plugin: inductor}]}
   - {op: rms_norm_backward, dispatch_key: CPU, buckets: [{plugin: inductor}]}
 """
+CROP = """\
+backplane_selection: 1
+ops:
+  - {op: crop, dispatch_key: CPU, buckets: [{plugin: inductor}]}
+"""
 ROTARY = """\
 backplane_selection: 1
 ops:
@@ -110,3 +115,8 @@ def test_a_package_made_with_inductor_for_an_op_runs_with_no_plugin(tmp_path):
 @pytest.mark.slow
 def test_a_traced_rotary_keeps_attention_free_of_copies(tmp_path):
     _child("compile_layout.py", _file(tmp_path, ROTARY))
+
+
+@pytest.mark.slow
+def test_a_traced_view_returns_memory_of_its_own(tmp_path):
+    _child("compile_view_reference.py", _file(tmp_path, CROP))
