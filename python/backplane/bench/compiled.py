@@ -141,8 +141,8 @@ def _rows_beside_references(results, impls, min_time, max_time, device_types, pr
             if steps:
                 try:
                     entries += _time_together(names, steps, device, rule, references)
-                except Exception as e:  # noqa: BLE001  (a failure while timing fails the rows timed together)
-                    entries += [_row_error(names[impl], impl, e) for impl in steps]
+                except Exception:  # noqa: BLE001  (which row failed: each timed alone, a failure its own)
+                    entries += _time_each_alone(names, steps, device, rule, references)
         finally:
             torch._dynamo.reset()  # each row compiles afresh; the cache limit per function is never reached
     if progress:
@@ -241,6 +241,19 @@ def _time_together(names: dict, steps: dict, device, rule, references) -> list[d
                          repetitions=len(references), cuda_graph=cuda_graph, cold_l2=cold_l2)
     return [entry for impl, (_, label) in steps.items()
             for entry in _entries(names[impl], timings[impl], references, label, cuda_graph, cold_l2)]
+
+
+def _time_each_alone(names: dict, steps: dict, device, rule, references) -> list[dict]:
+    """The rows of a target whose timing together failed, each timed alone (_time_like), so
+    that a failure falls on the row it is (crop's selected row launching no work under
+    --cuda-graph failed its compiled row with it)."""
+    entries = []
+    for impl, (step, label) in steps.items():
+        try:
+            entries += _time_like(names[impl], step, device, rule, references, label)
+        except Exception as e:  # noqa: BLE001  (any failure to run is the row's, as in the engine)
+            entries.append(_row_error(names[impl], impl, e))
+    return entries
 
 
 def _timed_as(references) -> tuple[bool, bool]:

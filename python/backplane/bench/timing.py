@@ -119,9 +119,10 @@ class _GraphReplays:
     before_each: run on the graph's stream ahead of each timed replay, outside its events
     (--cold-l2's flush). stream: the one to record and replay on (default: a new one);
     batches compared with each other share one, so that the replay each leaves queued runs
-    before, never beside, the next one's."""
+    before, never beside, the next one's. pool: the memory pool to record into (default: a
+    private one); batches compared share one too (see time_steps)."""
 
-    def __init__(self, step, calls: int, before_each=None, stream=None):
+    def __init__(self, step, calls: int, before_each=None, stream=None, pool=None):
         self.before_each = before_each
         torch.cuda.synchronize()
         self.stream = stream if stream is not None else torch.cuda.Stream()
@@ -132,7 +133,7 @@ class _GraphReplays:
         self.graph = torch.cuda.CUDAGraph()
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            with torch.cuda.graph(self.graph, stream=self.stream):
+            with torch.cuda.graph(self.graph, stream=self.stream, pool=pool):
                 for _ in range(calls):
                     step()
         for w in seen:  # torch's other warnings, as they were
@@ -203,14 +204,23 @@ def time_steps(steps: dict, device: torch.device, rule: StopRule, *, repetitions
             samplers = {name: (lambda step=step: _cuda_batch_seconds(step, batch, events))
                         for name, step in steps.items()}
             return _in_turn(samplers, batch, rule, repetitions)
-        replays, stream = {}, torch.cuda.Stream()
+        replays, stream, pool = {}, torch.cuda.Stream(), shared_pool()
         try:
             for name, step in steps.items():
-                replays[name] = _GraphReplays(step, batch, before_each=flush, stream=stream)
+                replays[name] = _GraphReplays(step, batch, before_each=flush, stream=stream, pool=pool)
             return _in_turn({name: r.replay_seconds for name, r in replays.items()}, batch, rule, repetitions)
         finally:
             for r in replays.values():
                 r.close()
+
+
+def shared_pool():
+    """The one memory pool the CUDA graphs of steps compared are recorded into. Each step's
+    outputs and intermediates are freed within its capture, so the next capture is given the
+    same blocks: steps running the same generated code then write the same addresses, and
+    where their data stays in L2 between calls, an address cannot favour one of them. Safe
+    because the graphs never run at once (one stream) and keep nothing across a replay."""
+    return torch.cuda.graph_pool_handle()
 
 
 def _in_turn(samplers: dict, batch: int, rule: StopRule, repetitions: int) -> dict[str, list[Sampled]]:

@@ -51,3 +51,54 @@ def test_mode_compile_times_each_selected_row_with_its_compiled_row(monkeypatch,
     names = {e["name"] for e in results["benchmarks"] if e.get("mode") == "compile"}
     assert names == {"mul/cpu/compiled/1M_elements_float32", "mul/cpu/selected/1M_elements_float32"}
     assert "each in turn with its torch.compile(reference) row" in results["context"]["selected"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (CUDA graphs)")
+def test_on_a_gpu_the_graphs_compared_write_the_same_addresses():
+    # Recorded into one pool, each capture is given the blocks the one before freed: the same
+    # generated code then writes the same memory in both rows.
+    written = {"a": set(), "b": set()}
+
+    def step(name):
+        def run():
+            out = torch.ones(1 << 16, device="cuda")
+            if torch.cuda.is_current_stream_capturing():
+                written[name].add(out.data_ptr())
+        return run
+
+    timed = timing.time_steps({"a": step("a"), "b": step("b")}, torch.device("cuda"), RULE, cuda_graph=True)
+    assert all(len(t) == 1 for t in timed.values())
+    assert written["a"] and written["a"] == written["b"]
+
+
+@pytest.mark.skipif(not (backplane.lib_dir().parent / "bin" / "backplane_bench").is_file(),
+                    reason="backplane_bench not built (BACKPLANE_BUILD_BENCH=OFF)")
+def test_a_row_that_cannot_be_timed_fails_alone(monkeypatch, tmp_path):
+    # A selected row that launches no work under --cuda-graph (timing.NoDeviceWork) failed the
+    # compiled row timed with it; each is now timed alone after such a failure.
+    def fine():
+        pass
+
+    def empty():
+        pass
+
+    def time_step(step, device, rule, *, repetitions=1, cuda_graph=False, cold_l2=False):
+        if step is empty:
+            raise timing.NoDeviceWork("the step launches no work on the GPU")
+        return [timing.Sampled(1e-6, 0.0, 1, 0.01, 1)] * repetitions
+
+    def time_steps(steps, *args, **kwargs):
+        raise timing.NoDeviceWork("the step launches no work on the GPU")
+
+    monkeypatch.setattr(compiled, "time_steps", time_steps)
+    monkeypatch.setattr(compiled, "time_step", time_step)
+    monkeypatch.setitem(compiled._PREPARE, "compiled", lambda *args: (fine, "compiled label"))
+    monkeypatch.setitem(compiled._PREPARE, "selected", lambda *args: (empty, "selected label"))
+    out = tmp_path / "run.json"
+    assert bench.main(["--backends", "cpu", "--ops", "mul", "--dtypes", "float32", "--shapes", "1M_elements",
+                       "--mode", "compile", "--json", str(out), "--min-time=0.01", "--max-time=0.02"]) == 0
+    rows = {e["name"]: e for e in bench.load(out)["benchmarks"] if e.get("mode") == "compile"}
+    assert not rows["mul/cpu/compiled/1M_elements_float32"].get("error_occurred")
+    assert rows["mul/cpu/compiled/1M_elements_float32"]["real_time"] == pytest.approx(1.0)
+    selected = rows["mul/cpu/selected/1M_elements_float32"]
+    assert selected["error_occurred"] and "NoDeviceWork: the step launches no work" in selected["error_message"]
