@@ -19,7 +19,7 @@ class _Stream:
 
 def _stand_in_for_cuda(monkeypatch, capture_warns: list[str]):
     @contextlib.contextmanager
-    def graph(_graph, stream=None):
+    def graph(_graph, stream=None, pool=None):
         yield
         for text in capture_warns:
             warnings.warn(text, UserWarning)
