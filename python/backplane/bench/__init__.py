@@ -39,12 +39,11 @@ from .compiled import add_compiled_rows, compiled_rows, selected_rows, wanted_by
 from .engine import engine, run
 from .noise import noise_warnings, noisy_copy_groups
 from .results import CallCost, Row, call_costs, check_run, load, machine, merge, mode_of, peak_flops, rows
-from .tables import call_cost_table, format_table, markdown, percent_of_peak, side_by_side, table
+from .tables import call_cost_table, compile_reading, format_table, markdown, percent_of_peak, side_by_side, table
 from .triton_rows import add_triton_rows, split_backends, triton_only
 
-__all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "compiled_rows", "engine",
-           "format_comparison",
-           "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "mode_of",
+__all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "compile_reading",
+           "compiled_rows", "engine", "format_comparison", "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "mode_of",
            "noise_warnings", "noisy_copy_groups", "peak_flops", "percent_of_peak", "plot", "rows", "run",
            "selected_rows", "side_by_side", "table"]
 
@@ -98,6 +97,9 @@ def main(argv=None) -> int:
         print(markdown(results, shown))
     else:
         print(format_table(results))
+        reading = compile_reading(results, args.threshold / 100)
+        if reading:
+            print(reading)
     status = 0
     if args.compare or args.compare_backends:
         try:

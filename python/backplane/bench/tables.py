@@ -4,6 +4,7 @@ per-call host cost) or with the backends of one workload side by side (`side_by_
 How to read them: bench/results/method.md."""
 from __future__ import annotations
 
+from .comparison import mann_whitney_p
 from .native import console_table
 from .results import (_UNITS, _error, _finite, call_costs, machine, mode_of, pass_of, peak_flops, repetitions, rows,
                       run_summary, shared_rows_owner)
@@ -18,7 +19,8 @@ def table(results: dict) -> list[dict]:
     where the run timed it (impl, mode: eager, graph, compile, compile+graph), each with its
     median and spread, GB/s, fraction of copy_ and of the device's peak FLOP/s (where the
     op's FLOPs are known: pct_peak), and the ratio against the reference (> 1: faster than
-    PyTorch), and against torch.compile's ("compiled" rows) where the run timed it. A
+    PyTorch), and against torch.compile's ("compiled" rows) where the run timed it, with the
+    two-sided p of the U test on their repetitions (vs_compiled_p; None below 3 each). A
     backend that shares its device's reference and copy_ rows (timed once per device) is
     read against those, and against its device's peak."""
     by = {(r.op, r.backend, r.shape, r.dtype, r.impl): r for r in rows(results)}
@@ -45,6 +47,7 @@ def table(results: dict) -> list[dict]:
             "reference_us": ref.median_us if ref and ref.times_us else None,
             "vs_compiled": (compiled.median_us / r.median_us) if compiled and compiled.times_us and r.times_us
             else None,
+            "vs_compiled_p": mann_whitney_p(compiled.times_us, r.times_us) if compiled and r.times_us else None,
         })
     return lines
 
@@ -159,6 +162,34 @@ _MODES = ("mode: eager calls, graph: CUDA graph replays, compile: torch.compile 
 _PEAK = ("% peak: the row's FLOPs (the registry's flops: per element of the op's largest Tensor argument) per "
          "second over the device's FMA rate measured in the same run (context peak_flops), blank where the registry "
          "gives no flops:")
+
+
+SIGNIFICANT = 0.05  # the p below which a difference counts, as --compare's regressions
+
+
+def compile_reading(results: dict, threshold: float = 0.05) -> str:
+    """Which lines are faster or slower than torch.compile of their reference by more than
+    `threshold` (0.05: 5%, --threshold) with p < 0.05 in the U test on the two rows'
+    repetitions, as --compare reads a regression; the others are within it. The "x compile"
+    column says how much; this, whether it is more than noise: rows running the same
+    generated code part by a few percent from run to run, and by a consistent fraction of
+    one within a run, which the U test alone calls significant
+    (bench/results/compile-selection/README.md). "" where no line has 3 repetitions or more
+    beside its compiled row (--repetitions 5 gives them)."""
+    verdicts = {"faster": [], f"within {100 * threshold:g}% or noise": [], "slower": []}
+    for t in table(results):
+        ratio, p = t["vs_compiled"], t["vs_compiled_p"]
+        if ratio is None or p is None:
+            continue
+        verdict = ("faster" if ratio > 1 + threshold else "slower" if ratio * (1 + threshold) < 1 else "")
+        verdict = verdict if verdict and p < SIGNIFICANT else f"within {100 * threshold:g}% or noise"
+        verdicts[verdict].append(f"{t['op']} {t['shape']} {t['dtype']} {t['backend']} ({t['mode']})")
+    if not any(verdicts.values()):
+        return ""
+    lines = [f"x compile: more than {100 * threshold:g}% apart with p < {SIGNIFICANT} (the U test on the repetitions, "
+             "as --compare)"]
+    lines += [f"  {verdict}: {', '.join(names)}" for verdict, names in verdicts.items() if names]
+    return "\n".join(lines)
 
 
 def markdown(results: dict, command: str = "") -> str:

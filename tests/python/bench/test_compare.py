@@ -11,7 +11,7 @@ import pytest
 
 import backplane
 from backplane import bench
-from bench_runs import fake_run, no_run
+from bench_runs import fake_entries, fake_run, no_run
 
 CLI = backplane.lib_dir().parent / "bin" / "backplane"
 QUICK = ["--min-time=0.01"]
@@ -227,3 +227,24 @@ def test_a_comparison_times_enough_repetitions_for_its_u_test(tmp_path, monkeypa
     capsys.readouterr()
     assert bench.main(["--input", str(single), "--compare", str(base)]) == 0
     assert "p n/a: fewer than 3 repetitions of the row in a run" in capsys.readouterr().out
+
+
+def _with_compiled(times_backplane, times_compiled):
+    run = fake_run(times_backplane)
+    run["benchmarks"] += fake_entries("add/cpu/compiled/1M_elements_float32", times_compiled)
+    return run
+
+
+def test_x_compile_is_read_beyond_noise_as_compare_reads_a_regression():
+    # A consistent 1% (significant to the U test alone) is within the threshold; 20% is not.
+    assert bench.compile_reading(_with_compiled((5.0, 5.01, 5.02, 5.0, 5.01), (4.95, 4.96, 4.97, 4.95, 4.96))) == (
+        "x compile: more than 5% apart with p < 0.05 (the U test on the repetitions, as --compare)\n"
+        "  within 5% or noise: add 1M_elements float32 cpu (eager)")
+    slower = bench.compile_reading(_with_compiled((6.0, 6.1, 6.2, 6.0, 6.1), (5.0, 5.1, 5.2, 5.0, 5.1)))
+    assert slower.endswith("\n  slower: add 1M_elements float32 cpu (eager)"), slower
+    faster = bench.compile_reading(_with_compiled((5.0, 5.1, 5.2, 5.0, 5.1), (6.0, 6.1, 6.2, 6.0, 6.1)), 0.3)
+    assert faster.endswith("\n  within 30% or noise: add 1M_elements float32 cpu (eager)"), faster
+    # 20% apart on 3 repetitions each: the U test cannot reach 0.05 with so few, so it is noise.
+    few = bench.compile_reading(_with_compiled((6.0, 6.1, 6.2), (5.0, 5.1, 5.2)))
+    assert few.endswith("within 5% or noise: add 1M_elements float32 cpu (eager)"), few
+    assert bench.compile_reading(fake_run((5.0, 5.1, 5.2))) == ""  # no compiled row: nothing to read
