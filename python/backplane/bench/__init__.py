@@ -43,9 +43,9 @@ from .tables import call_cost_table, compile_reading, format_table, markdown, pe
 from .triton_rows import add_triton_rows, split_backends, triton_only
 
 __all__ = ["CallCost", "Row", "call_cost_table", "call_costs", "check_run", "compare", "compile_reading",
-           "compiled_rows", "engine", "format_comparison", "format_table", "load", "machine", "main", "mann_whitney_p", "markdown", "merge", "mode_of",
-           "noise_warnings", "noisy_copy_groups", "peak_flops", "percent_of_peak", "plot", "rows", "run",
-           "selected_rows", "side_by_side", "table"]
+           "compiled_rows", "engine", "format_comparison", "format_table", "load", "machine", "main",
+           "mann_whitney_p", "markdown", "merge", "mode_of", "noise_warnings", "noisy_copy_groups", "peak_flops",
+           "percent_of_peak", "plot", "rows", "run", "selected_rows", "side_by_side", "table"]
 
 
 def main(argv=None) -> int:

@@ -245,8 +245,8 @@ def _time_together(names: dict, steps: dict, device, rule, references) -> list[d
 
 def _time_each_alone(names: dict, steps: dict, device, rule, references) -> list[dict]:
     """The rows of a target whose timing together failed, each timed alone (_time_like), so
-    that a failure falls on the row it is (crop's selected row launching no work under
-    --cuda-graph failed its compiled row with it)."""
+    that a failure falls on the row it is: a selected row that launches no work under
+    --cuda-graph (NoDeviceWork) no longer fails its compiled row with it."""
     entries = []
     for impl, (step, label) in steps.items():
         try:

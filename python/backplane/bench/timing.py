@@ -217,9 +217,10 @@ def time_steps(steps: dict, device: torch.device, rule: StopRule, *, repetitions
 def shared_pool():
     """The one memory pool the CUDA graphs of steps compared are recorded into. Each step's
     outputs and intermediates are freed within its capture, so the next capture is given the
-    same blocks: steps running the same generated code then write the same addresses, and
-    where their data stays in L2 between calls, an address cannot favour one of them. Safe
-    because the graphs never run at once (one stream) and keep nothing across a replay."""
+    same blocks: steps running the same generated code then write the same addresses, one
+    difference fewer between two rows compared (measured against pools of their own: no
+    change beyond noise, bench/results/compile-selection/README.md). Safe because the
+    graphs never run at once (one stream) and keep nothing across a replay."""
     return torch.cuda.graph_pool_handle()
 
 
