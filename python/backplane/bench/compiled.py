@@ -141,8 +141,9 @@ def _rows_beside_references(results, impls, min_time, max_time, device_types, pr
             if steps:
                 try:
                     entries += _time_together(names, steps, device, rule, references)
-                except Exception:  # noqa: BLE001  (which row failed: each timed alone, a failure its own)
-                    entries += _time_each_alone(names, steps, device, rule, references)
+                except Exception as e:  # noqa: BLE001  (any failure to time is the rows', as in the engine)
+                    entries += (_time_each_alone(names, steps, device, rule, references, e) if len(steps) > 1
+                                else [_row_error(names[impl], impl, e) for impl in steps])
         finally:
             torch._dynamo.reset()  # each row compiles afresh; the cache limit per function is never reached
     if progress:
@@ -243,16 +244,23 @@ def _time_together(names: dict, steps: dict, device, rule, references) -> list[d
             for entry in _entries(names[impl], timings[impl], references, label, cuda_graph, cold_l2)]
 
 
-def _time_each_alone(names: dict, steps: dict, device, rule, references) -> list[dict]:
-    """The rows of a target whose timing together failed, each timed alone (_time_like), so
-    that a failure falls on the row it is: a selected row that launches no work under
-    --cuda-graph (NoDeviceWork) no longer fails its compiled row with it."""
+def _time_each_alone(names: dict, steps: dict, device, rule, references, failure: Exception) -> list[dict]:
+    """The rows of a target whose timing together failed (`failure`), each timed alone
+    (_time_like), so that a failure that repeats falls on the row it is: a selected row that
+    launches no work under --cuda-graph (NoDeviceWork) no longer fails its compiled row with
+    it. A row that times alone says so (its "timed_alone": why not in turn): its ratio to
+    the other was not measured side by side. A failure that stays (a CUDA error that
+    poisons the process) still falls on both."""
+    why = f"{type(failure).__name__}: {' '.join(str(failure).split())}"[:300]
     entries = []
     for impl, (step, label) in steps.items():
         try:
-            entries += _time_like(names[impl], step, device, rule, references, label)
+            timed = _time_like(names[impl], step, device, rule, references, label)
         except Exception as e:  # noqa: BLE001  (any failure to run is the row's, as in the engine)
             entries.append(_row_error(names[impl], impl, e))
+            continue
+        entries += [{**entry, "timed_alone": f"not in turn with the other rows: timing them together failed ({why})"}
+                    for entry in timed]
     return entries
 
 
@@ -450,5 +458,7 @@ def add_compiled_rows(results: dict, min_time=None, max_time=None, json_path=Non
     for e in entries:
         if e.get("error_occurred"):
             print(f"backplane bench: {e['name']}: {' '.join(e['error_message'].split())[:300]}", file=sys.stderr)
+        elif e.get("timed_alone") and e.get("repetition_index") == 0:
+            print(f"backplane bench: {e['name']}: timed alone, {e['timed_alone']}", file=sys.stderr)
     if json_path:
         Path(json_path).write_text(json.dumps(results, indent=2) + "\n")

@@ -48,6 +48,8 @@ def table(results: dict) -> list[dict]:
             "vs_compiled": (compiled.median_us / r.median_us) if compiled and compiled.times_us and r.times_us
             else None,
             "vs_compiled_p": mann_whitney_p(compiled.times_us, r.times_us) if compiled and r.times_us else None,
+            # the fewer of the line's repetitions and its compiled row's
+            "repetitions": min(len(r.times_us), len(compiled.times_us)) if compiled else len(r.times_us),
         })
     return lines
 
@@ -165,23 +167,29 @@ _PEAK = ("% peak: the row's FLOPs (the registry's flops: per element of the op's
 
 
 SIGNIFICANT = 0.05  # the p below which a difference counts, as --compare's regressions
+# Repetitions each row needs for a reading: with 3 against 3 the U test's p is at least 0.08,
+# so every line would read as noise however far apart.
+READING_REPETITIONS = 4
 
 
 def compile_reading(results: dict, threshold: float = 0.05) -> str:
     """Which lines are faster or slower than torch.compile of their reference by more than
     `threshold` (0.05: 5%, --threshold) with p < 0.05 in the U test on the two rows'
-    repetitions, as --compare reads a regression; the others are within it. The "x compile"
+    repetitions, as --compare reads an improvement and a regression (the line's time below
+    (1 - threshold) or above (1 + threshold) times the compiled row's); the others are
+    within it. The "x compile"
     column says how much; this, whether it is more than noise: rows running the same
     generated code part by a few percent from run to run, and by a consistent fraction of
     one within a run, which the U test alone calls significant
-    (bench/results/compile-selection/README.md). "" where no line has 3 repetitions or more
-    beside its compiled row (--repetitions 5 gives them)."""
+    (bench/results/compile-selection/README.md). "" where no line has READING_REPETITIONS
+    or more beside a compiled row of as many (--repetitions 5 gives them)."""
     verdicts = {"faster": [], f"within {100 * threshold:g}% or noise": [], "slower": []}
     for t in table(results):
         ratio, p = t["vs_compiled"], t["vs_compiled_p"]
-        if ratio is None or p is None:
+        if ratio is None or p is None or t["repetitions"] < READING_REPETITIONS:
             continue
-        verdict = ("faster" if ratio > 1 + threshold else "slower" if ratio * (1 + threshold) < 1 else "")
+        # ratio: the compiled row's time over the line's
+        verdict = ("faster" if ratio * (1 - threshold) > 1 else "slower" if ratio * (1 + threshold) < 1 else "")
         verdict = verdict if verdict and p < SIGNIFICANT else f"within {100 * threshold:g}% or noise"
         verdicts[verdict].append(f"{t['op']} {t['shape']} {t['dtype']} {t['backend']} ({t['mode']})")
     if not any(verdicts.values()):

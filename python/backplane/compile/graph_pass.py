@@ -206,9 +206,10 @@ def _replace_by_reference(graph: torch.fx.Graph, node: torch.fx.Node, op, splice
     def reference(*tensors):
         result = reference_call(op, {**constants, **dict(zip(tensor_names, tensors))}, out_dtypes)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
-        fresh = []
+        fresh, before = [], []  # the results as returned, and as the reference gave them
         for r, o in zip(results, outs):
-            fresh.append(_laid_out_as(_own_memory(r, [*tensors, *fresh]), o))
+            fresh.append(_laid_out_as(_own_memory(r, [*tensors, *fresh, *before]), o))
+            before.append(r)
         return fresh if isinstance(result, (list, tuple)) else fresh[0]
 
     examples = [names[n].meta["val"] for n in tensor_names]

@@ -29,12 +29,15 @@ def share_common_terms(graph: torch.fx.Graph, spliced: list) -> int:
     op's, spliced into one joint graph, then compute 1/rms of each row once, and
     AOTAutograd's partitioner saves it for the backward (its own CSE keeps forward and
     backward values apart). Only functional ops without randomness merge; nodes the
-    program wrote itself are never touched. Returns how many nodes were merged."""
+    program wrote itself are never touched, nor are a graph's outputs and copies
+    (aten.clone, which graph_pass._own_memory puts in so a result has memory of its own):
+    merged, two calls' results would be one tensor, and a write into one would change the
+    other. Returns how many nodes were merged."""
     mine = set(spliced)
     seen: dict = {}
     merged = 0
     for node in list(graph.nodes):  # in graph order: an earlier twin is always seen first
-        if node not in mine or node.op != "call_function" or not _mergeable(node.target):
+        if node not in mine or node.op != "call_function" or not _mergeable(node.target) or _kept_apart(node):
             continue
         key = (node.target, _hashable(node.args), _hashable(node.kwargs))
         twin = seen.get(key)
@@ -45,6 +48,11 @@ def share_common_terms(graph: torch.fx.Graph, spliced: list) -> int:
         graph.erase_node(node)
         merged += 1
     return merged
+
+
+def _kept_apart(node: torch.fx.Node) -> bool:
+    """A copy, or a value the graph returns: each call's own, never merged with a twin."""
+    return node.target is torch.ops.aten.clone.default or any(user.op == "output" for user in node.users)
 
 
 def _mergeable(target) -> bool:

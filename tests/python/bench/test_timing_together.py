@@ -98,7 +98,9 @@ def test_a_row_that_cannot_be_timed_fails_alone(monkeypatch, tmp_path):
     assert bench.main(["--backends", "cpu", "--ops", "mul", "--dtypes", "float32", "--shapes", "1M_elements",
                        "--mode", "compile", "--json", str(out), "--min-time=0.01", "--max-time=0.02"]) == 0
     rows = {e["name"]: e for e in bench.load(out)["benchmarks"] if e.get("mode") == "compile"}
-    assert not rows["mul/cpu/compiled/1M_elements_float32"].get("error_occurred")
-    assert rows["mul/cpu/compiled/1M_elements_float32"]["real_time"] == pytest.approx(1.0)
+    compiled_row = rows["mul/cpu/compiled/1M_elements_float32"]
+    assert not compiled_row.get("error_occurred") and compiled_row["real_time"] == pytest.approx(1.0)
+    assert compiled_row["timed_alone"] == ("not in turn with the other rows: timing them together failed "
+                                           "(NoDeviceWork: the step launches no work on the GPU)")
     selected = rows["mul/cpu/selected/1M_elements_float32"]
     assert selected["error_occurred"] and "NoDeviceWork: the step launches no work" in selected["error_message"]

@@ -47,6 +47,7 @@ CROP = """\
 backplane_selection: 1
 ops:
   - {op: crop, dispatch_key: CPU, buckets: [{plugin: inductor}]}
+  - {op: mul, dispatch_key: CPU, buckets: [{plugin: inductor}]}
 """
 ROTARY = """\
 backplane_selection: 1
