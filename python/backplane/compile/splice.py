@@ -29,20 +29,22 @@ def share_common_terms(graph: torch.fx.Graph, spliced: list) -> int:
     op's, spliced into one joint graph, then compute 1/rms of each row once, and
     AOTAutograd's partitioner saves it for the backward (its own CSE keeps forward and
     backward values apart). Only functional ops without randomness merge; nodes the
-    program wrote itself are never touched, nor are a graph's outputs and copies
-    (aten.clone, which graph_pass._own_memory puts in so a result has memory of its own):
-    merged, two calls' results would be one tensor, and a write into one would change the
-    other. Returns how many nodes were merged."""
+    program wrote itself are never touched, and a graph's outputs and copies (aten.clone,
+    which graph_pass._own_memory puts in so a result has memory of its own) are never
+    merged into a twin: merged, two calls' results would be one tensor, and a write into
+    one would change the other. Returns how many nodes were merged."""
     mine = set(spliced)
     seen: dict = {}
     merged = 0
     for node in list(graph.nodes):  # in graph order: an earlier twin is always seen first
-        if node not in mine or node.op != "call_function" or not _mergeable(node.target) or _kept_apart(node):
+        if node not in mine or node.op != "call_function" or not _mergeable(node.target):
             continue
         key = (node.target, _hashable(node.args), _hashable(node.kwargs))
         twin = seen.get(key)
         if twin is None:
             seen[key] = node
+            continue
+        if _kept_apart(node):  # it stays, though later twins may still be merged into it or the first
             continue
         node.replace_all_uses_with(twin)
         graph.erase_node(node)
@@ -51,7 +53,8 @@ def share_common_terms(graph: torch.fx.Graph, spliced: list) -> int:
 
 
 def _kept_apart(node: torch.fx.Node) -> bool:
-    """A copy, or a value the graph returns: each call's own, never merged with a twin."""
+    """A copy, or a value the graph returns: each call's own, never merged into a twin (a
+    later twin may be merged into it: its users only read the value)."""
     return node.target is torch.ops.aten.clone.default or any(user.op == "output" for user in node.users)
 
 
