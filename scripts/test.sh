@@ -21,6 +21,10 @@ backends=cpu
 [ -f "$BUILD/lib/libbackplane_cuda.so" ] && backends=$backends,cuda
 export BACKPLANE_TEST_BACKENDS=${BACKPLANE_TEST_BACKENDS:-$backends}
 echo "conformance backends: $BACKPLANE_TEST_BACKENDS"
+# The machine, for reading the times the suite prints: machines of one kind have run the
+# same build in 1.5x the CPU-seconds of each other (bench/results/test-times.md).
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+echo "[test] machine: $(nproc) cores${cpu_model:+, $cpu_model}"
 # The four conformance runs (every backend; the CPU kernels forced to each build) go side
 # by side: each takes a share of the cores for ATen's threads. At its default, each takes
 # every core, and on the 16-core GPU machine the runs' spinning threads starved each other.
