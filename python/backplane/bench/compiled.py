@@ -178,9 +178,7 @@ def _reference_step(op, dtype_name, device, inputs):
     """(step, label) of torch.compile of the op's reference, checked against the eager formula.
     inputs: _row_inputs'."""
     backward, values = inputs
-    formula_text = op.reference
-    if op.baseline and _returns_a_view(Formula.parse(op.reference), op, values):
-        formula_text = op.baseline
+    formula_text = compiled_formula_text(op, values)
     eager, compiled, tensors = _compiled_formula(Formula.parse(formula_text), op, values)
     if backward:
         run, step = _forward_backward(op, values, eager, compiled, tensors, device)
@@ -192,6 +190,15 @@ def _reference_step(op, dtype_name, device, inputs):
             compiled(*tensors)
     check_same(run(compiled), run(eager))
     return step, f"{dtype_name} {LABEL}: {formula_text}"
+
+
+def compiled_formula_text(op, values: dict) -> str:
+    """The formula a compiled row compiles for these values: the op's `reference:`, or its
+    `baseline:` where the reference returns a view of an input (compiled, a view moves no
+    data and would time as nothing)."""
+    if op.baseline and _returns_a_view(Formula.parse(op.reference), op, values):
+        return op.baseline
+    return op.reference
 
 
 def _row_inputs(op, label, dtype_name, device, passes) -> tuple[bool, dict]:

@@ -177,8 +177,8 @@ def compile_reading(results: dict, threshold: float = 0.05) -> str:
     `threshold` (0.05: 5%, --threshold) with p < 0.05 in the U test on the two rows'
     repetitions, as --compare reads an improvement and a regression (the line's time below
     (1 - threshold) or above (1 + threshold) times the compiled row's); the others are
-    within it. The "x compile"
-    column says how much; this, whether it is more than noise: rows running the same
+    within it. The "x compile" column says how much; this, whether it is more than noise:
+    rows running the same
     generated code part by a few percent from run to run, and by a consistent fraction of
     one within a run, which the U test alone calls significant
     (bench/results/compile-selection/README.md). "" where no line has READING_REPETITIONS
