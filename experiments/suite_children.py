@@ -1,7 +1,8 @@
-"""Where the Python test suite's time goes: a pytest plugin that writes, per test, its wall
-time, the CPU time of the child processes it waited for (RUSAGE_CHILDREN, grandchildren a
-child waited for included), its own process's CPU time, and each child's first arguments
-and wall time, one JSON line per test to a file per worker. Then the summary:
+"""Which child processes the Python test suite starts: a pytest plugin that writes, per
+test, each child's first arguments and wall time, one JSON line per test to a file per
+worker; then the summary by program. How much CPU the children used against the test
+processes, per test, is in the suite's timeline (tests/python/suite_timeline.py,
+BACKPLANE_TEST_TIMELINE; scripts/test_timeline.py sums it):
 
     PYTHONPATH=$PWD/python:$PWD/experiments BACKPLANE_LIB_DIR=$PWD/build/lib \
       BACKPLANE_BIN=$PWD/build/bin/backplane SUITE_CHILDREN_OUT=/tmp/children \
@@ -10,12 +11,10 @@ and wall time, one JSON line per test to a file per worker. Then the summary:
     python experiments/suite_children.py /tmp/children
 
 Limits: a child never waited for through subprocess.Popen.wait (os.system, os.fork,
-multiprocessing) is not listed, though its CPU time counts once reaped; a test's own CPU
-time includes its threads'."""
+multiprocessing) is not listed."""
 import collections
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -24,12 +23,6 @@ from pathlib import Path
 import pytest
 
 _children: list[dict] = []
-
-
-def _cpu() -> tuple[float, float]:
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    s = resource.getrusage(resource.RUSAGE_SELF)
-    return c.ru_utime + c.ru_stime, s.ru_utime + s.ru_stime
 
 
 def _record_children() -> None:
@@ -61,21 +54,16 @@ def pytest_configure(config):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _children.clear()
-    child0, self0 = _cpu()
-    start = time.time()
     yield
-    child1, self1 = _cpu()
-    line = {"test": item.nodeid, "wall": time.time() - start, "child_cpu": child1 - child0,
-            "self_cpu": self1 - self0, "children": list(_children)}
+    line = {"test": item.nodeid, "children": list(_children)}
     item.config._children_file.write(json.dumps(line) + "\n")
     item.config._children_file.flush()
 
 
 def summarize(folder: Path) -> None:
     rows = [json.loads(l) for f in sorted(folder.glob("*.jsonl")) for l in f.open()]
-    print(f"{len(rows)} tests: {sum(r['wall'] for r in rows):.0f} s of test wall time, "
-          f"{sum(r['child_cpu'] for r in rows):.0f} CPU-s in child processes, "
-          f"{sum(r['self_cpu'] for r in rows):.0f} CPU-s in the test processes")
+    print(f"{len(rows)} tests started {sum(len(r['children']) for r in rows)} child processes; by program "
+          "(wall seconds, count):")
     count, wall = collections.Counter(), collections.Counter()
     for r in rows:
         for child in r["children"]:

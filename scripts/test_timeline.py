@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reads the folder BACKPLANE_TEST_TIMELINE filled (tests/python/suite_timeline.py) and
 prints, per suite: its span (first test's start to last test's end), its work (the sum
-of every test's time) and what that work would take dealt perfectly over its workers; per
+of every test's time), the CPU-seconds of its test processes and of their child processes,
+and what that work would take dealt perfectly over its workers; per
 worker, when it began and finished, how long it was busy and its longest tests; and the
 whole run of the worker that finished last.
 
@@ -32,6 +33,9 @@ def report(suite: str, tests: list[dict], top: int) -> None:
         workers[t["worker"]].append(t)
     print(f"suite {suite!r}: {len(tests)} tests on {len(workers)} workers; span {span:.0f} s, work {work:.0f} "
           f"worker-s, dealt perfectly {work / len(workers):.0f} s")
+    if all("child_cpu" in t for t in tests):  # lines written before the CPU fields have none
+        print(f"  CPU: {sum(t['self_cpu'] for t in tests):.0f} s in the test processes, "
+              f"{sum(t['child_cpu'] for t in tests):.0f} s in child processes")
     last = None
     for name, own in sorted(workers.items(), key=lambda kv: max(t["end"] for t in kv[1])):
         own.sort(key=lambda t: t["start"])
