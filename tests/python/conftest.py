@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
 import backplane  # noqa: E402
+import warm_python  # noqa: E402
 from suite_timeline import pytest_runtest_protocol  # noqa: E402,F401  (a hook: BACKPLANE_TEST_TIMELINE)
 
 # The variables that choose plugins and their kernels. A child process a test starts gets
@@ -43,11 +44,18 @@ def run_python(program: str | Path, *args, env: dict | None = None, unset: tuple
     variables in `unset`, then `env`; `flags` go to the interpreter (-W ignore), and
     `preexec_fn` to subprocess.run (to set a resource limit in the child). A fresh
     process is how a test loads plugins, crashes or hangs without touching this session."""
-    environ = {k: v for k, v in child_env(PYTHONPATH=str(REPO / "python")).items() if k not in unset}
+    base = child_env(PYTHONPATH=str(REPO / "python"))
+    environ = {k: v for k, v in base.items() if k not in unset}
     environ.update(env or {})
     source = [str(program)] if isinstance(program, Path) else ["-c", program]
-    return subprocess.run([sys.executable, *flags, *source, *map(str, args)], capture_output=True, text=True,
-                          env=environ, timeout=timeout, cwd=cwd, preexec_fn=preexec_fn)
+    command = [sys.executable, *flags, *source, *map(str, args)]
+    # Forked from a server that has imported torch once, where that is the same as a fresh
+    # start (tests/python/warm_python.py); else a new interpreter.
+    done = warm_python.run(program, [str(a) for a in args], environ, base, cwd, timeout, flags, preexec_fn, command)
+    if done is not None:
+        return done
+    return subprocess.run(command, capture_output=True, text=True, env=environ, timeout=timeout, cwd=cwd,
+                          preexec_fn=preexec_fn)
 
 
 @contextlib.contextmanager
