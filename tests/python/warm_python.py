@@ -22,13 +22,16 @@ the worker's); modules torch imports (numpy among them) are already imported whe
 program starts, as they would be after its own `import torch`; output goes to files, so
 a process the program leaves running does not hold the call up as an open pipe would.
 """
+import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 # Variables torch's import (or Python's start) may read, which a program must not set
@@ -82,6 +85,7 @@ class _Server:
     def __init__(self, env: dict):
         self.env = env
         self.lock = threading.Lock()
+        self.pending = b""  # answer bytes read but not yet taken (_answer)
         self.process = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
 
@@ -93,13 +97,20 @@ class _Server:
         keys = {k for k in set(env) | set(self.env) if env.get(k) != self.env.get(k)}
         return sorted(k for k in keys if k.startswith(_READ_AT_START) and k not in _READ_LATER)
 
-    def _answer(self, deadline: float | None) -> dict | None:
-        out = self.process.stdout
-        if deadline is not None and not select.select([out], [], [], max(0.0, deadline))[0]:
-            return None
-        line = out.readline()
-        if not line:
-            raise RuntimeError(f"the warm Python server ended (status {self.process.poll()})")
+    def _answer(self, timeout: float | None) -> dict | None:
+        """The server's next answer line, or None when none came within `timeout` seconds.
+        Read through a buffer of our own: the pid and the status of a quick program can come
+        in one read, and select() does not see a line already buffered."""
+        end = None if timeout is None else time.monotonic() + timeout
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self.pending:
+            if end is not None and not select.select([fd], [], [], max(0.0, end - time.monotonic()))[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"the warm Python server ended (status {self.process.poll()})")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
         return json.loads(line)
 
     def run(self, program, code, args, env, cwd, timeout, command):
@@ -124,12 +135,13 @@ class _Server:
             pid = self._answer(None)["pid"]
             answer = self._answer(timeout)
             if answer is None:  # as subprocess.run: kill it, then raise
-                os.kill(pid, 9)
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                    os.kill(pid, signal.SIGKILL)
                 self._answer(None)
-                raise subprocess.TimeoutExpired(command, timeout, stdout.read_text(errors="replace"),
-                                                stderr.read_text(errors="replace"))
-            return subprocess.CompletedProcess(command, answer["status"], stdout.read_text(errors="replace"),
-                                               stderr.read_text(errors="replace"))
+            out, err = stdout.read_text(errors="replace"), stderr.read_text(errors="replace")
+            if answer is None:
+                raise subprocess.TimeoutExpired(command, timeout, out, err)
+            return subprocess.CompletedProcess(command, answer["status"], out, err)
 
 
 _server: _Server | None = None

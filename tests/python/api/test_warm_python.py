@@ -106,3 +106,11 @@ def test_programs_started_together_run_together(monkeypatch, tmp_path):
         done = list(pool.map(lambda r: run_python(program, base, r, 1 - r, timeout=60), (0, 1)))
     assert [d.stdout for d in done] == ["met\n", "met\n"], done
     assert sorted(log) == ["forked", "fresh: the server is running another thread's program"], log
+
+
+def test_quick_programs_come_back_without_waiting_for_their_timeout(monkeypatch):
+    """A program that ends at once sends its pid and status in one read: both must be
+    taken from the buffer (select() on the pipe does not see a buffered line)."""
+    monkeypatch.setattr(warm_python, "_said", lambda what, done=None: done)
+    for status in range(5):
+        assert run_python(f"raise SystemExit({status})", timeout=30).returncode == status
